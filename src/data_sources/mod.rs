@@ -1,0 +1,3 @@
+//! Terraform data sources, one module each.
+
+pub mod network_plan;

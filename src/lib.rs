@@ -1,0 +1,20 @@
+//! hct: a Terraform provider for private-only Talos Linux Kubernetes
+//! clusters on Hetzner Cloud.
+//!
+//! Where things live:
+//! - `network_plan`: the address plan of a private cluster and the plan-time
+//!   checks that keep it from half-working (gateway, node ranges, pod CIDR).
+//! - `data_sources`: the Terraform data sources, one module each.
+//! - `provider`: the provider block and the resource/data-source traits.
+//! - `tf`: Terraform's values, types, schemas and diagnostics.
+//! - `protocol`: plugin protocol v6 over gRPC and the go-plugin handshake.
+//! - `docs`: the registry docs, generated from the schemas.
+
+pub mod data_sources;
+pub mod docs;
+pub mod duration;
+pub mod logging;
+pub mod network_plan;
+pub mod protocol;
+pub mod provider;
+pub mod tf;

@@ -1,0 +1,196 @@
+//! The hct provider: its configuration and the resources and data sources it
+//! serves. The protocol layer (`crate::protocol`) turns Terraform's RPCs into
+//! calls on the traits here, so resource code never sees the wire.
+
+pub mod config;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
+pub use config::ProviderConfig;
+
+/// The source address users put in `required_providers`.
+pub const SOURCE_ADDRESS: &str = "registry.hct.internal/hct/hct";
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What a resource or data source call gets besides its own values.
+#[derive(Clone)]
+pub struct Context {
+    /// The configured provider, or None while Terraform could not configure
+    /// it yet (a provider attribute depends on a resource not yet created).
+    pub config: Option<Arc<ProviderConfig>>,
+    /// Cancelled when Terraform asks the provider to stop (Ctrl-C).
+    pub cancel: CancellationToken,
+}
+
+impl Context {
+    /// The configuration, or an error that says why it is missing.
+    pub fn require_config(&self) -> Result<&ProviderConfig, Diagnostic> {
+        self.config.as_deref().ok_or_else(|| {
+            Diagnostic::error(
+                "Provider not configured",
+                "The provider \"hct\" block is not known yet (one of its attributes depends on a \
+                 resource that does not exist yet). Apply that resource first, e.g. with -target.",
+            )
+        })
+    }
+}
+
+/// A read-only data source.
+#[async_trait]
+pub trait DataSource: Send + Sync {
+    fn type_name(&self) -> &'static str;
+    fn schema(&self) -> Schema;
+    /// Checks a configuration that may still hold unknown values.
+    fn validate(&self, config: &Value) -> Diagnostics;
+    /// Reads with a wholly known configuration; returns the full state.
+    async fn read(&self, ctx: &Context, config: &Value) -> (Option<Value>, Diagnostics);
+}
+
+pub struct PlanRequest {
+    /// Null when the resource is to be created.
+    pub prior: Value,
+    /// Terraform's proposal (config merged over prior state); null when the
+    /// resource is to be destroyed.
+    pub proposed: Value,
+    pub config: Value,
+    pub prior_private: Vec<u8>,
+}
+
+#[derive(Default)]
+pub struct Plan {
+    pub planned: Value,
+    pub requires_replace: Vec<AttrPath>,
+    pub private: Vec<u8>,
+    pub diagnostics: Diagnostics,
+}
+
+pub struct ApplyRequest {
+    /// Null on create.
+    pub prior: Value,
+    /// Null on destroy.
+    pub planned: Value,
+    pub config: Value,
+    pub private: Vec<u8>,
+}
+
+#[derive(Default)]
+pub struct Applied {
+    /// The state to record. On failure, whatever exists so far (partial
+    /// state), so nothing created is ever lost.
+    pub new_state: Value,
+    pub private: Vec<u8>,
+    pub diagnostics: Diagnostics,
+}
+
+/// A managed resource.
+#[async_trait]
+pub trait Resource: Send + Sync {
+    fn type_name(&self) -> &'static str;
+    fn schema(&self) -> Schema;
+    fn validate(&self, config: &Value) -> Diagnostics;
+    async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan;
+    async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied;
+    /// Refreshes state; `None` means the object is gone (Terraform then plans
+    /// to create it again).
+    async fn read(&self, ctx: &Context, state: Value, private: Vec<u8>) -> (Option<Value>, Diagnostics);
+    /// State for `terraform import` of `id`.
+    async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics>;
+    /// Upgrades state stored by an older schema version to the current one,
+    /// as JSON. Resources whose schema never changed keep the default.
+    fn upgrade_state(&self, version: i64, state: serde_json::Value) -> Result<serde_json::Value, Diagnostics> {
+        let current = self.schema().version;
+        if version == current {
+            Ok(state)
+        } else {
+            Err(Diagnostic::error(
+                "Unsupported state version",
+                format!(
+                    "{} state has schema version {version}, this hct build knows version \
+                     {current}. Use the hct release that wrote this state, or a newer one.",
+                    self.type_name()
+                ),
+            )
+            .into())
+        }
+    }
+}
+
+/// The provider: its registered types, its configuration once Terraform has
+/// sent it, and the stop signal shared by in-flight calls.
+pub struct Provider {
+    data_sources: BTreeMap<&'static str, Arc<dyn DataSource>>,
+    resources: BTreeMap<&'static str, Arc<dyn Resource>>,
+    config: RwLock<Option<Arc<ProviderConfig>>>,
+    stop: Mutex<CancellationToken>,
+}
+
+impl Provider {
+    pub fn new(data_sources: Vec<Arc<dyn DataSource>>, resources: Vec<Arc<dyn Resource>>) -> Self {
+        Self {
+            data_sources: data_sources.into_iter().map(|d| (d.type_name(), d)).collect(),
+            resources: resources.into_iter().map(|r| (r.type_name(), r)).collect(),
+            config: RwLock::new(None),
+            stop: Mutex::new(CancellationToken::new()),
+        }
+    }
+
+    /// hct as shipped.
+    pub fn hct() -> Self {
+        Self::new(vec![Arc::new(crate::data_sources::network_plan::NetworkPlanDataSource)], vec![])
+    }
+
+    pub fn schema(&self) -> Schema {
+        config::schema()
+    }
+
+    pub fn data_sources(&self) -> impl Iterator<Item = &Arc<dyn DataSource>> {
+        self.data_sources.values()
+    }
+
+    pub fn resources(&self) -> impl Iterator<Item = &Arc<dyn Resource>> {
+        self.resources.values()
+    }
+
+    pub fn data_source(&self, type_name: &str) -> Result<&Arc<dyn DataSource>, Diagnostic> {
+        self.data_sources
+            .get(type_name)
+            .ok_or_else(|| unknown_type("data source", type_name))
+    }
+
+    pub fn resource(&self, type_name: &str) -> Result<&Arc<dyn Resource>, Diagnostic> {
+        self.resources
+            .get(type_name)
+            .ok_or_else(|| unknown_type("resource", type_name))
+    }
+
+    pub fn configure(&self, config: Option<ProviderConfig>) {
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = config.map(Arc::new);
+    }
+
+    pub fn context(&self) -> Context {
+        Context {
+            config: self.config.read().unwrap_or_else(|e| e.into_inner()).clone(),
+            cancel: self.stop.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+
+    /// Cancels everything in flight (Terraform's StopProvider, sent on
+    /// Ctrl-C). Calls that start afterwards get a fresh token.
+    pub fn stop(&self) {
+        let mut token = self.stop.lock().unwrap_or_else(|e| e.into_inner());
+        token.cancel();
+        *token = CancellationToken::new();
+    }
+}
+
+fn unknown_type(kind: &str, type_name: &str) -> Diagnostic {
+    Diagnostic::error(
+        format!("Unknown {kind} type {type_name:?}"),
+        format!("This build of hct ({VERSION}) has no {kind} {type_name:?}. Check the name, or upgrade hct."),
+    )
+}
