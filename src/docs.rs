@@ -32,7 +32,13 @@ pub fn render(provider: &Provider, examples: &Path) -> std::io::Result<BTreeMap<
         let example = read_example(&examples.join(format!("data-sources/{name}/data-source.tf")))?;
         pages.insert(
             PathBuf::from(format!("data-sources/{short}.md")),
-            page(&format!("{name} Data Source - hct"), name, &data_source.schema(), &example, "Schema"),
+            page(
+                &format!("{name} Data Source - hct"),
+                name,
+                &data_source.schema(),
+                &example,
+                "Schema",
+            ),
         );
     }
     for resource in provider.resources() {
@@ -41,29 +47,56 @@ pub fn render(provider: &Provider, examples: &Path) -> std::io::Result<BTreeMap<
         let example = read_example(&examples.join(format!("resources/{name}/resource.tf")))?;
         pages.insert(
             PathBuf::from(format!("resources/{short}.md")),
-            page(&format!("{name} Resource - hct"), name, &resource.schema(), &example, "Schema"),
+            page(
+                &format!("{name} Resource - hct"),
+                name,
+                &resource.schema(),
+                &example,
+                "Schema",
+            ),
         );
     }
     Ok(pages)
 }
 
 fn read_example(path: &Path) -> std::io::Result<String> {
-    std::fs::read_to_string(path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+    std::fs::read_to_string(path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
-fn page(title: &str, heading: &str, schema: &Schema, example: &str, schema_heading: &str) -> String {
+fn page(
+    title: &str,
+    heading: &str,
+    schema: &Schema,
+    example: &str,
+    schema_heading: &str,
+) -> String {
     let description = &schema.block.description;
     let mut out = String::new();
-    let summary = description.split(". ").next().unwrap_or(description).trim_end_matches('.');
-    let _ = writeln!(out, "---\npage_title: \"{title}\"\ndescription: |-\n  {summary}.\n---\n");
+    let summary = description
+        .split(". ")
+        .next()
+        .unwrap_or(description)
+        .trim_end_matches('.');
+    let _ = writeln!(
+        out,
+        "---\npage_title: \"{title}\"\ndescription: |-\n  {summary}.\n---\n"
+    );
     let _ = writeln!(out, "# {heading}\n\n{description}\n");
-    let _ = writeln!(out, "## Example Usage\n\n```terraform\n{}\n```\n", example.trim_end());
+    let _ = writeln!(
+        out,
+        "## Example Usage\n\n```terraform\n{}\n```\n",
+        example.trim_end()
+    );
     let _ = writeln!(out, "## {schema_heading}\n");
     let mut nested = Vec::new();
     render_block(&mut out, &schema.block, "", &mut nested);
     while !nested.is_empty() {
         for (anchor, title, block) in std::mem::take(&mut nested) {
-            let _ = writeln!(out, "<a id=\"{anchor}\"></a>\n### Nested Schema for `{title}`\n");
+            let _ = writeln!(
+                out,
+                "<a id=\"{anchor}\"></a>\n### Nested Schema for `{title}`\n"
+            );
             render_block(&mut out, &block, &title, &mut nested);
         }
     }
@@ -72,21 +105,38 @@ fn page(title: &str, heading: &str, schema: &Schema, example: &str, schema_headi
 
 /// Lists a block's attributes by role; nested objects are queued for their
 /// own section.
-fn render_block(out: &mut String, block: &Block, prefix: &str, nested: &mut Vec<(String, String, Block)>) {
+fn render_block(
+    out: &mut String,
+    block: &Block,
+    prefix: &str,
+    nested: &mut Vec<(String, String, Block)>,
+) {
     let roles = [
         ("Required", &[Mode::Required][..]),
         ("Optional", &[Mode::Optional, Mode::OptionalComputed][..]),
         ("Read-Only", &[Mode::Computed][..]),
     ];
     for (role, modes) in roles {
-        let attributes: Vec<&Attribute> = block.attributes.iter().filter(|a| modes.contains(&a.mode)).collect();
-        let blocks: Vec<_> = if role == "Optional" { block.blocks.iter().collect() } else { vec![] };
+        let attributes: Vec<&Attribute> = block
+            .attributes
+            .iter()
+            .filter(|a| modes.contains(&a.mode))
+            .collect();
+        let blocks: Vec<_> = if role == "Optional" {
+            block.blocks.iter().collect()
+        } else {
+            vec![]
+        };
         if attributes.is_empty() && blocks.is_empty() {
             continue;
         }
         let _ = writeln!(out, "### {role}\n");
         for attribute in attributes {
-            let path = if prefix.is_empty() { attribute.name.clone() } else { format!("{prefix}.{}", attribute.name) };
+            let path = if prefix.is_empty() {
+                attribute.name.clone()
+            } else {
+                format!("{prefix}.{}", attribute.name)
+            };
             let anchor = format!("nestedatt--{}", path.replace('.', "--"));
             let (kind, see) = match &attribute.ty {
                 AttributeType::Plain(ty) => (type_name(&ty.to_json()), String::new()),
@@ -100,22 +150,34 @@ fn render_block(out: &mut String, block: &Block, prefix: &str, nested: &mut Vec<
                         },
                     ));
                     (
-                        format!("{} of objects", nesting_name(*nesting)).replace("Single of objects", "Object"),
+                        format!("{} of objects", nesting_name(*nesting))
+                            .replace("Single of objects", "Object"),
                         format!(" (see [below for nested schema](#{anchor}))"),
                     )
                 }
             };
-            let flags = if attribute.sensitive { ", Sensitive" } else { "" };
-            let deprecated = if attribute.deprecated { ", Deprecated" } else { "" };
+            let flags = if attribute.sensitive {
+                ", Sensitive"
+            } else {
+                ""
+            };
+            let deprecated = if attribute.deprecated {
+                ", Deprecated"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
                 "- `{}` ({kind}{flags}{deprecated}) {}{see}",
-                attribute.name,
-                attribute.description
+                attribute.name, attribute.description
             );
         }
         for block in blocks {
-            let path = if prefix.is_empty() { block.name.clone() } else { format!("{prefix}.{}", block.name) };
+            let path = if prefix.is_empty() {
+                block.name.clone()
+            } else {
+                format!("{prefix}.{}", block.name)
+            };
             let anchor = format!("nestedblock--{}", path.replace('.', "--"));
             nested.push((anchor.clone(), path, block.block.clone()));
             let _ = writeln!(
@@ -142,13 +204,15 @@ fn nesting_name(nesting: Nesting) -> &'static str {
 fn type_name(json: &serde_json::Value) -> String {
     match json {
         serde_json::Value::String(s) => capitalize(s),
-        serde_json::Value::Array(parts) => match (parts.first().and_then(|p| p.as_str()), parts.get(1)) {
-            (Some(kind @ ("list" | "set" | "map")), Some(element)) => {
-                format!("{} of {}", capitalize(kind), type_name(element))
+        serde_json::Value::Array(parts) => {
+            match (parts.first().and_then(|p| p.as_str()), parts.get(1)) {
+                (Some(kind @ ("list" | "set" | "map")), Some(element)) => {
+                    format!("{} of {}", capitalize(kind), type_name(element))
+                }
+                (Some(kind), _) => capitalize(kind),
+                _ => "Unknown".into(),
             }
-            (Some(kind), _) => capitalize(kind),
-            _ => "Unknown".into(),
-        },
+        }
         _ => "Unknown".into(),
     }
 }
@@ -163,7 +227,11 @@ fn capitalize(s: &str) -> String {
 
 /// Writes the pages under `docs_dir`, or with `check` compares them and
 /// returns the stale paths.
-pub fn write_or_check(provider: &Provider, repo_root: &Path, check: bool) -> std::io::Result<Vec<PathBuf>> {
+pub fn write_or_check(
+    provider: &Provider,
+    repo_root: &Path,
+    check: bool,
+) -> std::io::Result<Vec<PathBuf>> {
     let docs_dir = repo_root.join("docs");
     let pages = render(provider, &repo_root.join("examples"))?;
     let mut stale = Vec::new();

@@ -7,7 +7,9 @@ use std::time::Duration;
 /// `ms`, `s`, `m`, `h`. Returns a message suitable for a diagnostic on error.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let invalid = || {
-        format!("{text:?} is not a duration: write a number with a unit, e.g. \"500ms\", \"2s\", \"30m\" or \"1h30m\"")
+        format!(
+            "{text:?} is not a duration: write a number with a unit, e.g. \"500ms\", \"2s\", \"30m\" or \"1h30m\""
+        )
     };
     let mut rest = text.trim();
     if rest.is_empty() {
@@ -20,7 +22,9 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             .ok_or_else(invalid)?;
         let number: f64 = rest[..number_len].parse().map_err(|_| invalid())?;
         rest = &rest[number_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let seconds_per_unit = match &rest[..unit_len] {
             "ms" => 0.001,
             "s" => 1.0,
@@ -62,7 +66,11 @@ mod tests {
             ("1h30m", 5_400_000),
         ];
         for (text, millis) in cases {
-            assert_eq!(parse(text).unwrap(), Duration::from_millis(millis), "{text}");
+            assert_eq!(
+                parse(text).unwrap(),
+                Duration::from_millis(millis),
+                "{text}"
+            );
         }
         for bad in ["", "fast", "10", "5 parsecs", "ms", "1d"] {
             assert!(parse(bad).is_err(), "{bad:?} should not parse");

@@ -13,6 +13,7 @@
 pub mod data_sources;
 pub mod docs;
 pub mod duration;
+pub mod hcloud;
 pub mod logging;
 pub mod network_plan;
 pub mod protocol;

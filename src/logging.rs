@@ -48,7 +48,12 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(&self, _ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> fmt::Result {
+    fn format_event(
+        &self,
+        _ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
         let metadata = event.metadata();
         let mut fields = JsonFields(serde_json::Map::new());
         event.record(&mut fields);
@@ -56,13 +61,18 @@ where
         line.insert("@level".into(), level_name(*metadata.level()).into());
         line.insert(
             "@timestamp".into(),
-            humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string().into(),
+            humantime::format_rfc3339_micros(std::time::SystemTime::now())
+                .to_string()
+                .into(),
         );
         line.insert(
             "@message".into(),
             fields.0.remove("message").unwrap_or_else(|| "".into()),
         );
-        line.insert("@module".into(), metadata.target().replace("::", ".").into());
+        line.insert(
+            "@module".into(),
+            metadata.target().replace("::", ".").into(),
+        );
         line.extend(fields.0);
         writeln!(writer, "{}", serde_json::Value::Object(line))
     }
@@ -98,6 +108,7 @@ impl Visit for JsonFields {
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.insert(field.name().into(), format!("{value:?}").into());
+        self.0
+            .insert(field.name().into(), format!("{value:?}").into());
     }
 }

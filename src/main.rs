@@ -17,7 +17,10 @@ fn main() -> ExitCode {
         [] => run(Mode::Plugin),
         ["--debug"] => run(Mode::Debug),
         ["--version"] | ["version"] => {
-            println!("terraform-provider-hct {VERSION} (plugin protocol {})", serve::PLUGIN_PROTOCOL_VERSION);
+            println!(
+                "terraform-provider-hct {VERSION} (plugin protocol {})",
+                serve::PLUGIN_PROTOCOL_VERSION
+            );
             ExitCode::SUCCESS
         }
         ["docs"] => docs(false),
@@ -68,7 +71,11 @@ fn docs(check: bool) -> ExitCode {
         }
         Ok(written) => {
             for path in written {
-                println!("{} docs/{}", if check { "ok" } else { "wrote" }, path.display());
+                println!(
+                    "{} docs/{}",
+                    if check { "ok" } else { "wrote" },
+                    path.display()
+                );
             }
             ExitCode::SUCCESS
         }

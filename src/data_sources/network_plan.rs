@@ -22,7 +22,8 @@ fn node_group_attributes(what: &str) -> Vec<Attribute> {
              (counted from 1) gets the *n*-th host address of the slice; its first and last \
              addresses are never used."
         )),
-        Attribute::required("nodes", Type::Number).description(format!("How many {what} there are.")),
+        Attribute::required("nodes", Type::Number)
+            .description(format!("How many {what} there are.")),
     ]
 }
 
@@ -69,7 +70,7 @@ impl DataSource for NetworkPlanDataSource {
              the pod CIDR.",
         ))
         .attribute(Attribute::required("pod_cidr", Type::String).description(
-            "Kubernetes pod CIDR, e.g. `10.0.200.0/19`. Each node takes one \
+            "Kubernetes pod CIDR, e.g. `10.0.224.0/19`. Each node takes one \
              `/pod_cidr_mask_size` from it, so it bounds the cluster size (a /19 holds 32 nodes \
              at /24). Must not overlap the node subnet or the service CIDR.",
         ))
@@ -165,8 +166,11 @@ fn input_from(config: &Value) -> (NetworkPlanInput, Diagnostics) {
         let whole_nodes = nodes.as_i64();
         if whole_nodes.is_none() && matches!(nodes, Value::Number(_)) {
             diagnostics.push(
-                Diagnostic::error("Node count is not a whole number", "Set `nodes` to a whole number such as 3.")
-                    .at(path.attr_of("nodes")),
+                Diagnostic::error(
+                    "Node count is not a whole number",
+                    "Set `nodes` to a whole number such as 3.",
+                )
+                .at(path.attr_of("nodes")),
             );
         }
         Some(NodeGroupInput {
@@ -214,17 +218,27 @@ fn input_from(config: &Value) -> (NetworkPlanInput, Diagnostics) {
 /// The data source's state: the configuration, defaults filled in, and every
 /// computed attribute.
 fn state(config: &Value, plan: &NetworkPlan) -> Value {
-    let strings = |items: &[std::net::Ipv4Addr]| Value::strings(items.iter().map(ToString::to_string));
+    let strings =
+        |items: &[std::net::Ipv4Addr]| Value::strings(items.iter().map(ToString::to_string));
     let mut state = config.as_map().cloned().unwrap_or_default();
     let mut set = |name: &str, value: Value| {
         state.insert(name.to_string(), value);
     };
-    set("pod_cidr_mask_size", Value::int(i64::from(plan.pod_cidr_mask_size())));
-    set("native_routing_cidr", Value::string(plan.native_routing_cidr().to_string()));
+    set(
+        "pod_cidr_mask_size",
+        Value::int(i64::from(plan.pod_cidr_mask_size())),
+    );
+    set(
+        "native_routing_cidr",
+        Value::string(plan.native_routing_cidr().to_string()),
+    );
     set("multi_datacenter", Value::Bool(plan.multi_datacenter()));
     set("id", Value::string(plan.id()));
     set("gateway", Value::string(plan.gateway().to_string()));
-    set("node_cidrs", Value::strings(plan.node_cidrs().iter().map(ToString::to_string)));
+    set(
+        "node_cidrs",
+        Value::strings(plan.node_cidrs().iter().map(ToString::to_string)),
+    );
     set("control_plane_ips", strings(&plan.control_plane().ips));
     set(
         "worker_ips",
@@ -238,7 +252,11 @@ fn state(config: &Value, plan: &NetworkPlan) -> Value {
     set("cluster_endpoint", Value::string(plan.cluster_endpoint()));
     set(
         "etcd_advertised_subnets",
-        Value::strings(plan.etcd_advertised_subnets().iter().map(ToString::to_string)),
+        Value::strings(
+            plan.etcd_advertised_subnets()
+                .iter()
+                .map(ToString::to_string),
+        ),
     );
     set("max_nodes", Value::int(i64::from(plan.max_nodes())));
     set(
@@ -250,7 +268,10 @@ fn state(config: &Value, plan: &NetworkPlan) -> Value {
                 .collect(),
         ),
     );
-    set("cilium_values", Value::string(compact(&plan.cilium_values())));
+    set(
+        "cilium_values",
+        Value::string(compact(&plan.cilium_values())),
+    );
     set("hccm_values", Value::string(compact(&plan.hccm_values())));
     set("json", Value::string(compact(&plan.to_json())));
     Value::Map(state)

@@ -1,38 +1,89 @@
-// TEMPORARY SHIM until the planner lands (helper-1). Will be overwritten.
-use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
-use ipnet::Ipv4Net;
-use crate::tf::Diagnostics;
-pub struct NetworkPlanInput {
-    pub network_cidr: Option<String>,
-    pub node_subnet: Option<String>,
-    pub control_plane: Option<NodeGroupInput>,
-    pub worker_pools: Option<BTreeMap<String, NodeGroupInput>>,
-    pub service_cidr: Option<String>,
-    pub pod_cidr: Option<String>,
-    pub pod_cidr_mask_size: Option<i64>,
-    pub native_routing_cidr: Option<String>,
-    pub multi_datacenter: Option<bool>,
+//! The cluster's network plan: which addresses the nodes get, which ranges
+//! pods and services use, and the settings Talos, Cilium and the Hetzner cloud
+//! controller manager need to agree on them, for private-only nodes on a
+//! Hetzner Cloud network.
+//!
+//! Where things live:
+//! - `input`: the inputs as Terraform gives them, and their attribute paths.
+//! - `attributes`: checks of each input on its own.
+//! - `layout`: checks of how the ranges sit relative to each other.
+//! - `capacity`: checks that the ranges hold the nodes.
+//! - `plan`: the resulting [`NetworkPlan`] and its derived values (node CIDRs,
+//!   cluster endpoint, etcd subnets, max nodes, placement groups).
+//! - `values`: Helm values for Cilium and the Hetzner CCM.
+//! - `document`: the plan as a JSON document, and its id.
+//! - `hetzner`: Hetzner's rules and limits; the gateway (`hetzner::gateway`).
+//! - `nodes`: which IP each node gets (host `i + 1` of its group's CIDR).
+//! - `cidr`: IPv4 range arithmetic.
+
+mod attributes;
+mod capacity;
+mod cidr;
+mod document;
+mod hetzner;
+mod input;
+mod layout;
+mod nodes;
+mod plan;
+mod values;
+
+#[cfg(test)]
+mod tests;
+
+pub use input::{NetworkPlanInput, NodeGroupInput};
+pub use plan::{NetworkPlan, NodeGroup};
+
+use crate::tf::diagnostics::{Diagnostic, Diagnostics};
+
+/// Every check that the known parts of the input allow. Never fails on
+/// unknown values; skips the checks that need them.
+pub fn validate(input: &NetworkPlanInput) -> Diagnostics {
+    check(input).1
 }
-pub struct NodeGroupInput { pub cidr: Option<String>, pub nodes: Option<i64> }
-pub struct NodeGroup { pub cidr: Ipv4Net, pub nodes: u32, pub ips: Vec<Ipv4Addr>, pub placement_groups: u32 }
-pub struct NetworkPlan;
-pub fn validate(_input: &NetworkPlanInput) -> Diagnostics { todo!() }
-pub fn plan(_input: &NetworkPlanInput) -> Result<(NetworkPlan, Diagnostics), Diagnostics> { todo!() }
-impl NetworkPlan {
-    pub fn gateway(&self) -> Ipv4Addr { todo!() }
-    pub fn control_plane(&self) -> &NodeGroup { todo!() }
-    pub fn worker_pools(&self) -> &BTreeMap<String, NodeGroup> { todo!() }
-    pub fn node_cidrs(&self) -> Vec<Ipv4Net> { todo!() }
-    pub fn cluster_endpoint(&self) -> String { todo!() }
-    pub fn etcd_advertised_subnets(&self) -> Vec<Ipv4Net> { todo!() }
-    pub fn max_nodes(&self) -> u32 { todo!() }
-    pub fn placement_groups(&self) -> BTreeMap<String, u32> { todo!() }
-    pub fn cilium_values(&self) -> serde_json::Value { todo!() }
-    pub fn hccm_values(&self) -> serde_json::Value { todo!() }
-    pub fn to_json(&self) -> serde_json::Value { todo!() }
-    pub fn id(&self) -> String { todo!() }
-    pub fn pod_cidr_mask_size(&self) -> u8 { todo!() }
-    pub fn native_routing_cidr(&self) -> Ipv4Net { todo!() }
-    pub fn multi_datacenter(&self) -> bool { todo!() }
+
+/// The plan, when every input is known and [`validate`] found no error.
+///
+/// `Err` carries the diagnostics (errors, plus warnings); `Ok` carries the plan
+/// plus the warnings. Unknown inputs are an error here: callers planning with
+/// unknown values should call [`validate`] alone and leave the plan unknown
+/// (see [`NetworkPlanInput::is_known`]).
+pub fn plan(input: &NetworkPlanInput) -> Result<(NetworkPlan, Diagnostics), Diagnostics> {
+    let (checked, mut diagnostics) = check(input);
+    if diagnostics.has_errors() {
+        return Err(diagnostics);
+    }
+    if let Some(path) = input.first_unknown() {
+        diagnostics.push(
+            Diagnostic::error(
+                "Network plan input not known yet",
+                format!(
+                    "{path} is not known until another resource is applied; the network plan \
+                     can only be computed once every input is known."
+                ),
+            )
+            .at(path),
+        );
+        return Err(diagnostics);
+    }
+    match NetworkPlan::from_checked(&checked) {
+        Some(plan) => Ok((plan, diagnostics)),
+        None => {
+            // Validation passed, so every value should fit; a bug if not.
+            diagnostics.push(Diagnostic::error(
+                "Network plan could not be computed",
+                "The inputs passed validation but did not form a plan. This is a bug in the \
+                 provider; please report it with your network settings.",
+            ));
+            Err(diagnostics)
+        }
+    }
+}
+
+/// Each input on its own first, then the checks that combine them.
+fn check(input: &NetworkPlanInput) -> (attributes::Checked, Diagnostics) {
+    let mut diagnostics = Diagnostics::new();
+    let checked = attributes::check(input, &mut diagnostics);
+    layout::check(&checked, &mut diagnostics);
+    capacity::check(&checked, &mut diagnostics);
+    (checked, diagnostics)
 }

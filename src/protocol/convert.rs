@@ -3,7 +3,10 @@
 use super::pb::tfplugin6 as pb;
 use crate::tf::diagnostics::PathStep;
 use crate::tf::schema::{AttributeType, Mode};
-use crate::tf::{AttrPath, Attribute, Block, Diagnostic, Diagnostics, Nesting, Schema, Severity, Type, Value, json, msgpack};
+use crate::tf::{
+    AttrPath, Attribute, Block, Diagnostic, Diagnostics, Nesting, Schema, Severity, Type, Value,
+    json, msgpack,
+};
 
 pub fn diagnostics(diagnostics: Diagnostics) -> Vec<pb::Diagnostic> {
     diagnostics.into_iter().map(diagnostic).collect()
@@ -17,7 +20,10 @@ pub fn diagnostic(diagnostic: Diagnostic) -> pb::Diagnostic {
         } as i32,
         summary: diagnostic.summary,
         detail: diagnostic.detail,
-        attribute: diagnostic.path.filter(|p| !p.is_root()).map(|p| attribute_path(&p)),
+        attribute: diagnostic
+            .path
+            .filter(|p| !p.is_root())
+            .map(|p| attribute_path(&p)),
     }
 }
 
@@ -72,7 +78,9 @@ pub fn encode(value: Value, ty: &Type) -> Result<pb::DynamicValue, Diagnostic> {
 fn malformed(why: &str) -> Diagnostic {
     Diagnostic::error(
         "Terraform sent a value hct cannot read",
-        format!("The value does not match hct's schema ({why}). Is this Terraform release supported (1.5 or newer)?"),
+        format!(
+            "The value does not match hct's schema ({why}). Is this Terraform release supported (1.5 or newer)?"
+        ),
     )
 }
 
@@ -147,10 +155,18 @@ mod tests {
     #[test]
     fn diagnostics_keep_their_attribute_path() {
         let d = diagnostic(
-            Diagnostic::error("bad", "fix it").at(AttrPath::attr("worker_pools").key("general").attr_of("cidr")),
+            Diagnostic::error("bad", "fix it").at(AttrPath::attr("worker_pools")
+                .key("general")
+                .attr_of("cidr")),
         );
         assert_eq!(d.severity, pb::diagnostic::Severity::Error as i32);
-        let steps: Vec<_> = d.attribute.unwrap().steps.into_iter().map(|s| s.selector.unwrap()).collect();
+        let steps: Vec<_> = d
+            .attribute
+            .unwrap()
+            .steps
+            .into_iter()
+            .map(|s| s.selector.unwrap())
+            .collect();
         use pb::attribute_path::step::Selector;
         assert_eq!(
             steps,
@@ -173,14 +189,23 @@ mod tests {
         let pb = schema(&s);
         let attribute = &pb.block.as_ref().unwrap().attributes[0];
         assert!(attribute.r#type.is_empty());
-        assert_eq!(attribute.nested_type.as_ref().unwrap().attributes[0].r#type, br#""number""#);
+        assert_eq!(
+            attribute.nested_type.as_ref().unwrap().attributes[0].r#type,
+            br#""number""#
+        );
         assert_eq!(pb.version, 2);
     }
 
     #[test]
     fn decodes_json_values_too() {
-        let value = pb::DynamicValue { msgpack: vec![], json: br#""hi""#.to_vec() };
-        assert_eq!(decode(Some(&value), &Type::String).unwrap(), Value::from("hi"));
+        let value = pb::DynamicValue {
+            msgpack: vec![],
+            json: br#""hi""#.to_vec(),
+        };
+        assert_eq!(
+            decode(Some(&value), &Type::String).unwrap(),
+            Value::from("hi")
+        );
         assert_eq!(decode(None, &Type::String).unwrap(), Value::Null);
     }
 }

@@ -30,7 +30,9 @@ impl grpc_controller_server::GrpcController for Controller {
 }
 
 /// A stream that yields nothing and ends when the plugin shuts down.
-fn idle_stream<T: Send + 'static>(shutdown: CancellationToken) -> Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>> {
+fn idle_stream<T: Send + 'static>(
+    shutdown: CancellationToken,
+) -> Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>> {
     Box::pin(UntilShutdown {
         shutdown: Box::pin(shutdown.cancelled_owned()),
         item: PhantomData,
@@ -76,7 +78,10 @@ pub struct Stdio {
 impl grpc_stdio_server::GrpcStdio for Stdio {
     type StreamStdioStream = Pin<Box<dyn Stream<Item = Result<plugin::StdioData, Status>> + Send>>;
 
-    async fn stream_stdio(&self, _: Request<plugin::Empty>) -> Result<Response<Self::StreamStdioStream>, Status> {
+    async fn stream_stdio(
+        &self,
+        _: Request<plugin::Empty>,
+    ) -> Result<Response<Self::StreamStdioStream>, Status> {
         Ok(Response::new(idle_stream(self.shutdown.clone())))
     }
 }

@@ -34,7 +34,8 @@ use crate::provider::{Provider, SOURCE_ADDRESS};
 /// The cookie Terraform sets so a provider binary run by hand can tell it
 /// was not started by Terraform.
 pub const MAGIC_COOKIE_KEY: &str = "TF_PLUGIN_MAGIC_COOKIE";
-pub const MAGIC_COOKIE_VALUE: &str = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
+pub const MAGIC_COOKIE_VALUE: &str =
+    "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2";
 
 /// go-plugin's own protocol version, and the Terraform protocol we speak.
 const CORE_PROTOCOL_VERSION: u32 = 1;
@@ -92,14 +93,20 @@ pub async fn serve(provider: Arc<Provider>, mode: Mode) -> Result<(), ServeError
     let listener = UnixListener::bind(&socket_path).map_err(ServeError::Socket)?;
 
     let tls = match (&mode, std::env::var("PLUGIN_CLIENT_CERT")) {
-        (Mode::Plugin, Ok(client_cert)) if !client_cert.is_empty() => Some(AutoMtls::new(&client_cert)?),
+        (Mode::Plugin, Ok(client_cert)) if !client_cert.is_empty() => {
+            Some(AutoMtls::new(&client_cert)?)
+        }
         _ => None,
     };
 
     let shutdown = CancellationToken::new();
     watch_signals(&mode, shutdown.clone());
 
-    let connections = accept_connections(listener, tls.as_ref().map(|t| TlsAcceptor::from(t.config.clone())), shutdown.clone());
+    let connections = accept_connections(
+        listener,
+        tls.as_ref().map(|t| TlsAcceptor::from(t.config.clone())),
+        shutdown.clone(),
+    );
     announce(&mode, &socket_path, tls.as_ref());
 
     let router = tonic::transport::Server::builder()
@@ -108,9 +115,15 @@ pub async fn serve(provider: Arc<Provider>, mode: Mode) -> Result<(), ServeError
                 .max_decoding_message_size(MAX_MESSAGE_SIZE)
                 .max_encoding_message_size(MAX_MESSAGE_SIZE),
         )
-        .add_service(GrpcControllerServer::new(Controller { shutdown: shutdown.clone() }))
-        .add_service(GrpcBrokerServer::new(Broker { shutdown: shutdown.clone() }))
-        .add_service(GrpcStdioServer::new(Stdio { shutdown: shutdown.clone() }))
+        .add_service(GrpcControllerServer::new(Controller {
+            shutdown: shutdown.clone(),
+        }))
+        .add_service(GrpcBrokerServer::new(Broker {
+            shutdown: shutdown.clone(),
+        }))
+        .add_service(GrpcStdioServer::new(Stdio {
+            shutdown: shutdown.clone(),
+        }))
         .add_service(HealthServer::new(Health));
     router
         .serve_with_incoming_shutdown(connections, shutdown.cancelled_owned())
@@ -137,9 +150,10 @@ fn private_socket_dir() -> Result<tempfile::TempDir, ServeError> {
 fn watch_signals(mode: &Mode, shutdown: CancellationToken) {
     let exit_on_interrupt = matches!(mode, Mode::Debug);
     tokio::spawn(async move {
-        let (Ok(mut interrupt), Ok(mut terminate)) =
-            (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-        else {
+        let (Ok(mut interrupt), Ok(mut terminate)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
             warn!("could not install signal handlers");
             return;
         };
@@ -191,7 +205,9 @@ fn accept_connections(
                     tokio::spawn(async move {
                         match acceptor.accept(stream).await {
                             Ok(stream) => {
-                                let _ = sender.send(Ok(PluginConnection::Tls(Box::new(stream)))).await;
+                                let _ = sender
+                                    .send(Ok(PluginConnection::Tls(Box::new(stream))))
+                                    .await;
                             }
                             Err(e) => warn!("rejected a connection: TLS handshake failed: {e}"),
                         }
@@ -208,7 +224,9 @@ fn announce(mode: &Mode, socket_path: &Path, tls: Option<&AutoMtls>) {
     match mode {
         Mode::Plugin => {
             let certificate = tls
-                .map(|t| base64::engine::general_purpose::STANDARD_NO_PAD.encode(&t.server_certificate))
+                .map(|t| {
+                    base64::engine::general_purpose::STANDARD_NO_PAD.encode(&t.server_certificate)
+                })
                 .unwrap_or_default();
             // The handshake must be the first line on stdout.
             println!(
@@ -228,7 +246,9 @@ fn announce(mode: &Mode, socket_path: &Path, tls: Option<&AutoMtls>) {
             });
             println!("hct is running in debug mode. In the shell that runs Terraform, set:\n");
             println!("    export TF_REATTACH_PROVIDERS='{reattach}'\n");
-            println!("Terraform then uses this process instead of starting hct. Stop it with Ctrl-C.");
+            println!(
+                "Terraform then uses this process instead of starting hct. Stop it with Ctrl-C."
+            );
         }
     }
     use std::io::Write;
@@ -247,7 +267,11 @@ impl Connected for PluginConnection {
 }
 
 impl AsyncRead for PluginConnection {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             PluginConnection::Plain(s) => Pin::new(s).poll_read(cx, buf),
             PluginConnection::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
@@ -256,7 +280,11 @@ impl AsyncRead for PluginConnection {
 }
 
 impl AsyncWrite for PluginConnection {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             PluginConnection::Plain(s) => Pin::new(s).poll_write(cx, buf),
             PluginConnection::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),

@@ -27,7 +27,11 @@ impl ProviderService {
 type RpcResult<T> = Result<Response<T>, Status>;
 
 /// Runs `work` until it finishes or Terraform asks the provider to stop.
-async fn until_stopped<T>(ctx: &Context, work: impl Future<Output = T>, stopped: impl FnOnce(Diagnostic) -> T) -> T {
+async fn until_stopped<T>(
+    ctx: &Context,
+    work: impl Future<Output = T>,
+    stopped: impl FnOnce(Diagnostic) -> T,
+) -> T {
     tokio::select! {
         result = work => result,
         () = ctx.cancel.cancelled() => stopped(Diagnostic::error(
@@ -54,19 +58,26 @@ macro_rules! or_answer {
 
 #[tonic::async_trait]
 impl provider_server::Provider for ProviderService {
-    async fn get_metadata(&self, _: Request<pb::get_metadata::Request>) -> RpcResult<pb::get_metadata::Response> {
+    async fn get_metadata(
+        &self,
+        _: Request<pb::get_metadata::Request>,
+    ) -> RpcResult<pb::get_metadata::Response> {
         Ok(Response::new(pb::get_metadata::Response {
             server_capabilities: Some(capabilities()),
             diagnostics: vec![],
             data_sources: self
                 .provider
                 .data_sources()
-                .map(|d| pb::get_metadata::DataSourceMetadata { type_name: d.type_name().into() })
+                .map(|d| pb::get_metadata::DataSourceMetadata {
+                    type_name: d.type_name().into(),
+                })
                 .collect(),
             resources: self
                 .provider
                 .resources()
-                .map(|r| pb::get_metadata::ResourceMetadata { type_name: r.type_name().into() })
+                .map(|r| pb::get_metadata::ResourceMetadata {
+                    type_name: r.type_name().into(),
+                })
                 .collect(),
         }))
     }
@@ -97,7 +108,9 @@ impl provider_server::Provider for ProviderService {
         &self,
         request: Request<pb::validate_provider_config::Request>,
     ) -> RpcResult<pb::validate_provider_config::Response> {
-        let answer = |d: Diagnostics| pb::validate_provider_config::Response { diagnostics: convert::diagnostics(d) };
+        let answer = |d: Diagnostics| pb::validate_provider_config::Response {
+            diagnostics: convert::diagnostics(d),
+        };
         let ty = self.provider.schema().value_type();
         let config = or_answer!(decode(request.get_ref().config.as_ref(), &ty), answer);
         Ok(Response::new(answer(config::validate(&config))))
@@ -107,7 +120,9 @@ impl provider_server::Provider for ProviderService {
         &self,
         request: Request<pb::configure_provider::Request>,
     ) -> RpcResult<pb::configure_provider::Response> {
-        let answer = |d: Diagnostics| pb::configure_provider::Response { diagnostics: convert::diagnostics(d) };
+        let answer = |d: Diagnostics| pb::configure_provider::Response {
+            diagnostics: convert::diagnostics(d),
+        };
         let request = request.into_inner();
         info!(terraform_version = %request.terraform_version, "configuring hct {}", crate::provider::VERSION);
         let ty = self.provider.schema().value_type();
@@ -128,10 +143,15 @@ impl provider_server::Provider for ProviderService {
         &self,
         request: Request<pb::validate_resource_config::Request>,
     ) -> RpcResult<pb::validate_resource_config::Response> {
-        let answer = |d: Diagnostics| pb::validate_resource_config::Response { diagnostics: convert::diagnostics(d) };
+        let answer = |d: Diagnostics| pb::validate_resource_config::Response {
+            diagnostics: convert::diagnostics(d),
+        };
         let request = request.into_inner();
         let resource = or_answer!(self.provider.resource(&request.type_name), answer);
-        let config = or_answer!(decode(request.config.as_ref(), &resource.schema().value_type()), answer);
+        let config = or_answer!(
+            decode(request.config.as_ref(), &resource.schema().value_type()),
+            answer
+        );
         Ok(Response::new(answer(resource.validate(&config))))
     }
 
@@ -139,10 +159,15 @@ impl provider_server::Provider for ProviderService {
         &self,
         request: Request<pb::validate_data_resource_config::Request>,
     ) -> RpcResult<pb::validate_data_resource_config::Response> {
-        let answer = |d: Diagnostics| pb::validate_data_resource_config::Response { diagnostics: convert::diagnostics(d) };
+        let answer = |d: Diagnostics| pb::validate_data_resource_config::Response {
+            diagnostics: convert::diagnostics(d),
+        };
         let request = request.into_inner();
         let data_source = or_answer!(self.provider.data_source(&request.type_name), answer);
-        let config = or_answer!(decode(request.config.as_ref(), &data_source.schema().value_type()), answer);
+        let config = or_answer!(
+            decode(request.config.as_ref(), &data_source.schema().value_type()),
+            answer
+        );
         Ok(Response::new(answer(data_source.validate(&config))))
     }
 
@@ -150,7 +175,10 @@ impl provider_server::Provider for ProviderService {
         &self,
         request: Request<pb::read_data_source::Request>,
     ) -> RpcResult<pb::read_data_source::Response> {
-        let answer = |d: Diagnostics| pb::read_data_source::Response { state: None, diagnostics: convert::diagnostics(d) };
+        let answer = |d: Diagnostics| pb::read_data_source::Response {
+            state: None,
+            diagnostics: convert::diagnostics(d),
+        };
         let request = request.into_inner();
         let data_source = or_answer!(self.provider.data_source(&request.type_name), answer);
         let ty = data_source.schema().value_type();
@@ -168,7 +196,10 @@ impl provider_server::Provider for ProviderService {
             },
             _ => None,
         };
-        Ok(Response::new(pb::read_data_source::Response { state, diagnostics: convert::diagnostics(diagnostics) }))
+        Ok(Response::new(pb::read_data_source::Response {
+            state,
+            diagnostics: convert::diagnostics(diagnostics),
+        }))
     }
 
     async fn upgrade_resource_state(
@@ -192,8 +223,10 @@ impl provider_server::Provider for ProviderService {
             )));
         }
         let stored: serde_json::Value = or_answer!(
-            serde_json::from_slice(&raw.json)
-                .map_err(|e| Diagnostic::error("Corrupt state", format!("The stored state is not JSON: {e}"))),
+            serde_json::from_slice(&raw.json).map_err(|e| Diagnostic::error(
+                "Corrupt state",
+                format!("The stored state is not JSON: {e}")
+            )),
             answer
         );
         let upgraded = match resource.upgrade_state(request.version, stored) {
@@ -204,7 +237,10 @@ impl provider_server::Provider for ProviderService {
         let value = or_answer!(
             crate::tf::json::from_json(&upgraded, &ty).map_err(|e| Diagnostic::error(
                 "State does not match the schema",
-                format!("{} state could not be read after upgrading: {e}", request.type_name)
+                format!(
+                    "{} state could not be read after upgrading: {e}",
+                    request.type_name
+                )
             )),
             answer
         );
@@ -215,7 +251,10 @@ impl provider_server::Provider for ProviderService {
         }))
     }
 
-    async fn read_resource(&self, request: Request<pb::read_resource::Request>) -> RpcResult<pb::read_resource::Response> {
+    async fn read_resource(
+        &self,
+        request: Request<pb::read_resource::Request>,
+    ) -> RpcResult<pb::read_resource::Response> {
         let request = request.into_inner();
         let answer = |d: Diagnostics| pb::read_resource::Response {
             new_state: None,
@@ -228,7 +267,10 @@ impl provider_server::Provider for ProviderService {
         let ctx = self.provider.context();
         let private = request.private.clone();
         let (new_state, mut diagnostics) =
-            until_stopped(&ctx, resource.read(&ctx, state, request.private), |d| (None, d.into())).await;
+            until_stopped(&ctx, resource.read(&ctx, state, request.private), |d| {
+                (None, d.into())
+            })
+            .await;
         // When the read failed, keep what Terraform had; None (gone) is a null state.
         let new_state = if diagnostics.has_errors() {
             request.current_state
@@ -241,7 +283,11 @@ impl provider_server::Provider for ProviderService {
                 }
             }
         };
-        Ok(Response::new(pb::read_resource::Response { new_state, diagnostics: convert::diagnostics(diagnostics), private }))
+        Ok(Response::new(pb::read_resource::Response {
+            new_state,
+            diagnostics: convert::diagnostics(diagnostics),
+            private,
+        }))
     }
 
     async fn plan_resource_change(
@@ -264,9 +310,11 @@ impl provider_server::Provider for ProviderService {
             prior_private: request.prior_private,
         };
         let ctx = self.provider.context();
-        let plan = until_stopped(&ctx, resource.plan(&ctx, plan_request), |d| crate::provider::Plan {
-            diagnostics: d.into(),
-            ..Default::default()
+        let plan = until_stopped(&ctx, resource.plan(&ctx, plan_request), |d| {
+            crate::provider::Plan {
+                diagnostics: d.into(),
+                ..Default::default()
+            }
         })
         .await;
         let mut diagnostics = plan.diagnostics;
@@ -283,7 +331,11 @@ impl provider_server::Provider for ProviderService {
         };
         Ok(Response::new(pb::plan_resource_change::Response {
             planned_state,
-            requires_replace: plan.requires_replace.iter().map(convert::attribute_path).collect(),
+            requires_replace: plan
+                .requires_replace
+                .iter()
+                .map(convert::attribute_path)
+                .collect(),
             planned_private: plan.private,
             diagnostics: convert::diagnostics(diagnostics),
         }))
@@ -312,10 +364,12 @@ impl provider_server::Provider for ProviderService {
         // A stop keeps the prior state: the resource reports partial state itself
         // when it notices the cancellation; this fallback only covers a resource
         // that never returned.
-        let applied = until_stopped(&ctx, resource.apply(&ctx, apply_request), |d| crate::provider::Applied {
-            new_state: prior,
-            private: vec![],
-            diagnostics: d.into(),
+        let applied = until_stopped(&ctx, resource.apply(&ctx, apply_request), |d| {
+            crate::provider::Applied {
+                new_state: prior,
+                private: vec![],
+                diagnostics: d.into(),
+            }
         })
         .await;
         let mut diagnostics = applied.diagnostics;
@@ -345,7 +399,8 @@ impl provider_server::Provider for ProviderService {
         let resource = or_answer!(self.provider.resource(&request.type_name), answer);
         let ty = resource.schema().value_type();
         let ctx = self.provider.context();
-        let imported = until_stopped(&ctx, resource.import(&ctx, &request.id), |d| Err(d.into())).await;
+        let imported =
+            until_stopped(&ctx, resource.import(&ctx, &request.id), |d| Err(d.into())).await;
         let state = match imported {
             Ok(state) => or_answer!(encode(state, &ty), answer),
             Err(diagnostics) => return Ok(Response::new(answer(diagnostics))),
@@ -360,17 +415,28 @@ impl provider_server::Provider for ProviderService {
         }))
     }
 
-    async fn stop_provider(&self, _: Request<pb::stop_provider::Request>) -> RpcResult<pb::stop_provider::Response> {
+    async fn stop_provider(
+        &self,
+        _: Request<pb::stop_provider::Request>,
+    ) -> RpcResult<pb::stop_provider::Response> {
         info!("Terraform asked hct to stop: cancelling work in flight");
         self.provider.stop();
-        Ok(Response::new(pb::stop_provider::Response { error: String::new() }))
+        Ok(Response::new(pb::stop_provider::Response {
+            error: String::new(),
+        }))
     }
 
-    async fn get_resource_identity_schemas(&self, _: Request<pb::Unsupported>) -> RpcResult<pb::Unsupported> {
+    async fn get_resource_identity_schemas(
+        &self,
+        _: Request<pb::Unsupported>,
+    ) -> RpcResult<pb::Unsupported> {
         Err(unsupported("GetResourceIdentitySchemas"))
     }
 
-    async fn upgrade_resource_identity(&self, _: Request<pb::Unsupported>) -> RpcResult<pb::Unsupported> {
+    async fn upgrade_resource_identity(
+        &self,
+        _: Request<pb::Unsupported>,
+    ) -> RpcResult<pb::Unsupported> {
         Err(unsupported("UpgradeResourceIdentity"))
     }
 
@@ -378,19 +444,31 @@ impl provider_server::Provider for ProviderService {
         Err(unsupported("MoveResourceState"))
     }
 
-    async fn validate_ephemeral_resource_config(&self, _: Request<pb::Unsupported>) -> RpcResult<pb::Unsupported> {
+    async fn validate_ephemeral_resource_config(
+        &self,
+        _: Request<pb::Unsupported>,
+    ) -> RpcResult<pb::Unsupported> {
         Err(unsupported("ValidateEphemeralResourceConfig"))
     }
 
-    async fn open_ephemeral_resource(&self, _: Request<pb::Unsupported>) -> RpcResult<pb::Unsupported> {
+    async fn open_ephemeral_resource(
+        &self,
+        _: Request<pb::Unsupported>,
+    ) -> RpcResult<pb::Unsupported> {
         Err(unsupported("OpenEphemeralResource"))
     }
 
-    async fn renew_ephemeral_resource(&self, _: Request<pb::Unsupported>) -> RpcResult<pb::Unsupported> {
+    async fn renew_ephemeral_resource(
+        &self,
+        _: Request<pb::Unsupported>,
+    ) -> RpcResult<pb::Unsupported> {
         Err(unsupported("RenewEphemeralResource"))
     }
 
-    async fn close_ephemeral_resource(&self, _: Request<pb::Unsupported>) -> RpcResult<pb::Unsupported> {
+    async fn close_ephemeral_resource(
+        &self,
+        _: Request<pb::Unsupported>,
+    ) -> RpcResult<pb::Unsupported> {
         Err(unsupported("CloseEphemeralResource"))
     }
 

@@ -41,8 +41,8 @@ pub struct AutoMtls {
 impl AutoMtls {
     /// Sets up TLS that accepts only the client certificate in `client_cert_pem`.
     pub fn new(client_cert_pem: &str) -> Result<Self, TlsError> {
-        let client_certificate =
-            CertificateDer::from_pem_slice(client_cert_pem.as_bytes()).map_err(|_| TlsError::BadClientCert)?;
+        let client_certificate = CertificateDer::from_pem_slice(client_cert_pem.as_bytes())
+            .map_err(|_| TlsError::BadClientCert)?;
         let (server_certificate, server_key) = self_signed_localhost()?;
 
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
@@ -53,7 +53,10 @@ impl AutoMtls {
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_client_cert_verifier(Arc::new(verifier))
-            .with_single_cert(vec![CertificateDer::from(server_certificate.clone())], server_key)?;
+            .with_single_cert(
+                vec![CertificateDer::from(server_certificate.clone())],
+                server_key,
+            )?;
         // gRPC runs over HTTP/2, and Go's gRPC client insists on ALPN saying so.
         config.alpn_protocols = vec![b"h2".to_vec()];
         Ok(Self {
@@ -66,18 +69,28 @@ impl AutoMtls {
 /// A certificate like the one go-plugin makes: self-signed, for "localhost",
 /// usable as its own CA because Terraform adds it to its root pool.
 fn self_signed_localhost() -> Result<(Vec<u8>, PrivateKeyDer<'static>), TlsError> {
-    use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose};
+    use rcgen::{
+        BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
     let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
     let mut params = CertificateParams::new(vec!["localhost".to_string()])?;
-    params.distinguished_name.push(rcgen::DnType::CommonName, "localhost");
-    params.distinguished_name.push(rcgen::DnType::OrganizationName, "hct");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "localhost");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "hct");
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
         KeyUsagePurpose::KeyCertSign,
     ];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
+    params.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
     let certificate = params.self_signed(&key)?;
     let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
     Ok((certificate.der().to_vec(), key_der))
@@ -162,7 +175,11 @@ mod tests {
         let now = UnixTime::now();
         assert!(verifier.verify_client_cert(client.der(), &[], now).is_ok());
         assert!(verifier.verify_client_cert(other.der(), &[], now).is_err());
-        assert!(verifier.supported_verify_schemes().contains(&SignatureScheme::ECDSA_NISTP521_SHA512));
+        assert!(
+            verifier
+                .supported_verify_schemes()
+                .contains(&SignatureScheme::ECDSA_NISTP521_SHA512)
+        );
     }
 
     #[test]
@@ -175,6 +192,9 @@ mod tests {
         let mtls = AutoMtls::new(&client.pem()).unwrap();
         assert_eq!(mtls.config.alpn_protocols, vec![b"h2".to_vec()]);
         assert!(!mtls.server_certificate.is_empty());
-        assert!(matches!(AutoMtls::new("not a pem"), Err(TlsError::BadClientCert)));
+        assert!(matches!(
+            AutoMtls::new("not a pem"),
+            Err(TlsError::BadClientCert)
+        ));
     }
 }

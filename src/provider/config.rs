@@ -59,20 +59,26 @@ pub fn schema() -> Schema {
                  variable. Only resources that call the Hetzner API need it.",
             ),
     )
-    .attribute(Attribute::optional("hcloud_endpoint", Type::String).description(format!(
-        "Hetzner Cloud API endpoint. Default: the `HCLOUD_ENDPOINT` environment variable, \
+    .attribute(
+        Attribute::optional("hcloud_endpoint", Type::String).description(format!(
+            "Hetzner Cloud API endpoint. Default: the `HCLOUD_ENDPOINT` environment variable, \
          else `{DEFAULT_HCLOUD_ENDPOINT}`. Point it at `hct-sim` to try hct without an account."
-    )))
-    .attribute(Attribute::optional("talos_proxy", Type::String).description(
-        "A `socks5://host:port` proxy through which hct reaches the nodes' private IPs, e.g. \
+        )),
+    )
+    .attribute(
+        Attribute::optional("talos_proxy", Type::String).description(
+            "A `socks5://host:port` proxy through which hct reaches the nodes' private IPs, e.g. \
          Tailscale's userspace networking or an SSH `-D` bastion. Default: the `HCT_TALOS_PROXY` \
          environment variable, then `ALL_PROXY`. Leave unset when Terraform runs inside the \
          private network.",
-    ))
-    .attribute(Attribute::optional("poll_interval", Type::String).description(
-        "How often to poll Hetzner actions and Talos nodes at first (hct backs off from there \
+        ),
+    )
+    .attribute(
+        Attribute::optional("poll_interval", Type::String).description(
+            "How often to poll Hetzner actions and Talos nodes at first (hct backs off from there \
          for long waits). A duration such as `\"500ms\"` or `\"2s\"`. Default: `\"500ms\"`.",
-    ))
+        ),
+    )
 }
 
 /// Checks the attributes that are known; unknown ones are checked when
@@ -142,20 +148,25 @@ pub fn resolve(
         if let Some(value) = config.get(attribute).as_str() {
             return Some((value.to_string(), attribute.to_string()));
         }
-        env_names
-            .iter()
-            .find_map(|name| env.var(name).map(|value| (value, format!("environment variable {name}"))))
+        env_names.iter().find_map(|name| {
+            env.var(name)
+                .map(|value| (value, format!("environment variable {name}")))
+        })
     };
 
     let mut diagnostics = Diagnostics::new();
-    let hcloud_token = pick("hcloud_token", &["HCLOUD_TOKEN"]).map(|(token, _)| Secret::new(token.trim()));
+    let hcloud_token =
+        pick("hcloud_token", &["HCLOUD_TOKEN"]).map(|(token, _)| Secret::new(token.trim()));
     let hcloud_endpoint = match pick("hcloud_endpoint", &["HCLOUD_ENDPOINT"]) {
         None => Url::parse(DEFAULT_HCLOUD_ENDPOINT).ok(),
         Some((text, source)) => parse_endpoint(&text)
             .map_err(|d| diagnostics.push(from_source(d, &source, "hcloud_endpoint")))
             .ok(),
     };
-    let talos_proxy = match pick("talos_proxy", &["HCT_TALOS_PROXY", "ALL_PROXY", "all_proxy"]) {
+    let talos_proxy = match pick(
+        "talos_proxy",
+        &["HCT_TALOS_PROXY", "ALL_PROXY", "all_proxy"],
+    ) {
         None => None,
         Some((text, source)) => parse_proxy(&text, &source)
             .map_err(|d| diagnostics.push(from_source(d, &source, "talos_proxy")))
@@ -219,7 +230,10 @@ fn parse_proxy(text: &str, source: &str) -> Result<Url, Diagnostic> {
     };
     let url = Url::parse(text).map_err(|_| invalid("is not a URL"))?;
     if !matches!(url.scheme(), "socks5" | "socks5h") {
-        return Err(invalid(&format!("uses the scheme {:?}, not socks5", url.scheme())));
+        return Err(invalid(&format!(
+            "uses the scheme {:?}, not socks5",
+            url.scheme()
+        )));
     }
     if url.host_str().is_none() || url.port().is_none() {
         return Err(invalid("lacks a host and port"));
@@ -228,7 +242,8 @@ fn parse_proxy(text: &str, source: &str) -> Result<Url, Diagnostic> {
 }
 
 fn parse_poll_interval(text: &str) -> Result<Duration, Diagnostic> {
-    let interval = duration::parse(text).map_err(|why| Diagnostic::error("Invalid poll interval", why))?;
+    let interval =
+        duration::parse(text).map_err(|why| Diagnostic::error("Invalid poll interval", why))?;
     if interval < Duration::from_millis(50) || interval > Duration::from_secs(60) {
         return Err(Diagnostic::error(
             "Poll interval out of range",
@@ -280,10 +295,15 @@ mod tests {
             .unwrap();
         assert_eq!(resolved.hcloud_token.unwrap().expose(), "from-hcl");
         assert_eq!(resolved.hcloud_endpoint.as_str(), "http://127.0.0.1:9/v1");
-        assert_eq!(resolved.talos_proxy.unwrap().as_str(), "socks5://127.0.0.1:1080");
+        assert_eq!(
+            resolved.talos_proxy.unwrap().as_str(),
+            "socks5://127.0.0.1:1080"
+        );
         assert_eq!(resolved.poll_interval, DEFAULT_POLL_INTERVAL);
 
-        let defaults = resolve(&config(&[]), &FakeEnv(HashMap::new())).unwrap().unwrap();
+        let defaults = resolve(&config(&[]), &FakeEnv(HashMap::new()))
+            .unwrap()
+            .unwrap();
         assert!(defaults.hcloud_token.is_none());
         assert_eq!(defaults.hcloud_endpoint.as_str(), DEFAULT_HCLOUD_ENDPOINT);
         assert!(defaults.talos_proxy.is_none());
@@ -301,9 +321,14 @@ mod tests {
 
     #[test]
     fn unknown_values_defer_configuration() {
-        assert!(resolve(&config(&[("hcloud_token", Value::Unknown)]), &FakeEnv(HashMap::new()))
+        assert!(
+            resolve(
+                &config(&[("hcloud_token", Value::Unknown)]),
+                &FakeEnv(HashMap::new())
+            )
             .unwrap()
-            .is_none());
+            .is_none()
+        );
     }
 
     #[test]
@@ -318,9 +343,16 @@ mod tests {
         ];
         for (attribute, text, phrase) in cases {
             let diagnostics = validate(&config(&[(attribute, Value::from(text))]));
-            let first = diagnostics.iter().next().unwrap_or_else(|| panic!("{attribute}={text}"));
+            let first = diagnostics
+                .iter()
+                .next()
+                .unwrap_or_else(|| panic!("{attribute}={text}"));
             assert_eq!(first.path, Some(AttrPath::attr(attribute)));
-            assert!(first.detail.contains(phrase), "{attribute}={text}: {}", first.detail);
+            assert!(
+                first.detail.contains(phrase),
+                "{attribute}={text}: {}",
+                first.detail
+            );
         }
     }
 
@@ -329,7 +361,11 @@ mod tests {
         let env = FakeEnv(HashMap::from([("HCT_TALOS_PROXY", "localhost:1080")]));
         let diagnostics = resolve(&config(&[]), &env).unwrap_err();
         let first = diagnostics.iter().next().unwrap();
-        assert!(first.detail.contains("environment variable HCT_TALOS_PROXY"));
+        assert!(
+            first
+                .detail
+                .contains("environment variable HCT_TALOS_PROXY")
+        );
         assert!(first.path.is_none());
     }
 

@@ -97,12 +97,21 @@ pub trait Resource: Send + Sync {
     async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied;
     /// Refreshes state; `None` means the object is gone (Terraform then plans
     /// to create it again).
-    async fn read(&self, ctx: &Context, state: Value, private: Vec<u8>) -> (Option<Value>, Diagnostics);
+    async fn read(
+        &self,
+        ctx: &Context,
+        state: Value,
+        private: Vec<u8>,
+    ) -> (Option<Value>, Diagnostics);
     /// State for `terraform import` of `id`.
     async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics>;
     /// Upgrades state stored by an older schema version to the current one,
     /// as JSON. Resources whose schema never changed keep the default.
-    fn upgrade_state(&self, version: i64, state: serde_json::Value) -> Result<serde_json::Value, Diagnostics> {
+    fn upgrade_state(
+        &self,
+        version: i64,
+        state: serde_json::Value,
+    ) -> Result<serde_json::Value, Diagnostics> {
         let current = self.schema().version;
         if version == current {
             Ok(state)
@@ -132,7 +141,10 @@ pub struct Provider {
 impl Provider {
     pub fn new(data_sources: Vec<Arc<dyn DataSource>>, resources: Vec<Arc<dyn Resource>>) -> Self {
         Self {
-            data_sources: data_sources.into_iter().map(|d| (d.type_name(), d)).collect(),
+            data_sources: data_sources
+                .into_iter()
+                .map(|d| (d.type_name(), d))
+                .collect(),
             resources: resources.into_iter().map(|r| (r.type_name(), r)).collect(),
             config: RwLock::new(None),
             stop: Mutex::new(CancellationToken::new()),
@@ -141,7 +153,12 @@ impl Provider {
 
     /// hct as shipped.
     pub fn hct() -> Self {
-        Self::new(vec![Arc::new(crate::data_sources::network_plan::NetworkPlanDataSource)], vec![])
+        Self::new(
+            vec![Arc::new(
+                crate::data_sources::network_plan::NetworkPlanDataSource,
+            )],
+            vec![],
+        )
     }
 
     pub fn schema(&self) -> Schema {
@@ -174,7 +191,11 @@ impl Provider {
 
     pub fn context(&self) -> Context {
         Context {
-            config: self.config.read().unwrap_or_else(|e| e.into_inner()).clone(),
+            config: self
+                .config
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
             cancel: self.stop.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
     }
@@ -191,6 +212,8 @@ impl Provider {
 fn unknown_type(kind: &str, type_name: &str) -> Diagnostic {
     Diagnostic::error(
         format!("Unknown {kind} type {type_name:?}"),
-        format!("This build of hct ({VERSION}) has no {kind} {type_name:?}. Check the name, or upgrade hct."),
+        format!(
+            "This build of hct ({VERSION}) has no {kind} {type_name:?}. Check the name, or upgrade hct."
+        ),
     )
 }

@@ -180,7 +180,9 @@ mod tests {
 
     #[test]
     fn paths_render_like_terraform_addresses() {
-        let path = AttrPath::attr("worker_pools").key("platform").attr_of("cidr");
+        let path = AttrPath::attr("worker_pools")
+            .key("platform")
+            .attr_of("cidr");
         assert_eq!(path.to_string(), r#"worker_pools["platform"].cidr"#);
         assert_eq!(AttrPath::attr("patches").index(2).to_string(), "patches[2]");
     }

@@ -203,8 +203,8 @@ impl<'a> Reader<'a> {
                 Head::Str(key_len) => self.text(key_len)?,
                 _ => return Err(self.error("map keys must be strings")),
             };
-            let ty = type_of(&key)
-                .ok_or_else(|| self.error(format!("unexpected attribute {key:?}")))?;
+            let ty =
+                type_of(&key).ok_or_else(|| self.error(format!("unexpected attribute {key:?}")))?;
             let value = self.value(ty)?;
             items.insert(key, value);
         }
@@ -356,10 +356,13 @@ mod tests {
             ("nodes".to_string(), Type::Number),
             ("enabled".to_string(), Type::Bool),
             ("tags".to_string(), Type::set(Type::String)),
-            ("pools".to_string(), Type::map(Type::Object(BTreeMap::from([
-                ("cidr".to_string(), Type::String),
-                ("nodes".to_string(), Type::Number),
-            ])))),
+            (
+                "pools".to_string(),
+                Type::map(Type::Object(BTreeMap::from([
+                    ("cidr".to_string(), Type::String),
+                    ("nodes".to_string(), Type::Number),
+                ]))),
+            ),
             ("later".to_string(), Type::String),
             ("nothing".to_string(), Type::list(Type::Number)),
         ]))
@@ -375,7 +378,10 @@ mod tests {
                 "pools",
                 Value::object([(
                     "general",
-                    Value::object([("cidr", Value::from("10.0.128.64/27")), ("nodes", Value::from(3))]),
+                    Value::object([
+                        ("cidr", Value::from("10.0.128.64/27")),
+                        ("nodes", Value::from(3)),
+                    ]),
                 )]),
             ),
             ("later", Value::Unknown),
@@ -391,7 +397,10 @@ mod tests {
 
     #[test]
     fn writes_unknown_as_extension_zero_and_null_as_nil() {
-        assert_eq!(encode(&Value::Unknown, &Type::String).unwrap(), [0xd4, 0, 0]);
+        assert_eq!(
+            encode(&Value::Unknown, &Type::String).unwrap(),
+            [0xd4, 0, 0]
+        );
         assert_eq!(encode(&Value::Null, &Type::String).unwrap(), [0xc0]);
     }
 
@@ -402,7 +411,10 @@ mod tests {
         assert_eq!(decode(&refined, &Type::String).unwrap(), Value::Unknown);
         // Numbers beyond 64-bit precision arrive as decimal strings.
         let big = [&[0xa4][..], b"1.25"].concat();
-        assert_eq!(decode(&big, &Type::Number).unwrap(), Value::Number(Number::Float(1.25)));
+        assert_eq!(
+            decode(&big, &Type::Number).unwrap(),
+            Value::Number(Number::Float(1.25))
+        );
         // A dynamic value: ["\"string\"", "hi"].
         let dynamic = [&[0x92, 0xa8][..], b"\"string\"", &[0xa2], b"hi"].concat();
         assert_eq!(decode(&dynamic, &Type::Dynamic).unwrap(), Value::from("hi"));
@@ -419,7 +431,11 @@ mod tests {
             (&[0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0], i64::MIN),
         ];
         for (bytes, expected) in cases {
-            assert_eq!(decode(bytes, &Type::Number).unwrap(), Value::from(expected), "{bytes:x?}");
+            assert_eq!(
+                decode(bytes, &Type::Number).unwrap(),
+                Value::from(expected),
+                "{bytes:x?}"
+            );
         }
     }
 

@@ -103,7 +103,10 @@ impl Block {
             .map(|a| (a.name.clone(), a.value_type()))
             .collect();
         for nested in &self.blocks {
-            attributes.insert(nested.name.clone(), nest(nested.nesting, nested.block.value_type()));
+            attributes.insert(
+                nested.name.clone(),
+                nest(nested.nesting, nested.block.value_type()),
+            );
         }
         Type::Object(attributes)
     }

@@ -43,7 +43,10 @@ impl Type {
             Type::Set(element) => json!(["set", element.to_json()]),
             Type::Map(element) => json!(["map", element.to_json()]),
             Type::Tuple(elements) => {
-                json!(["tuple", elements.iter().map(Type::to_json).collect::<Vec<_>>()])
+                json!([
+                    "tuple",
+                    elements.iter().map(Type::to_json).collect::<Vec<_>>()
+                ])
             }
             Type::Object(attributes) => {
                 let attributes: serde_json::Map<String, Json> = attributes
@@ -67,7 +70,9 @@ impl Type {
             },
             Json::Array(parts) => {
                 let kind = parts.first().and_then(Json::as_str).unwrap_or_default();
-                let arg = parts.get(1).ok_or_else(|| format!("type {kind:?} lacks its argument"))?;
+                let arg = parts
+                    .get(1)
+                    .ok_or_else(|| format!("type {kind:?} lacks its argument"))?;
                 match kind {
                     "list" => Ok(Type::list(Type::from_json(arg)?)),
                     "set" => Ok(Type::set(Type::from_json(arg)?)),
@@ -75,11 +80,15 @@ impl Type {
                     "tuple" => {
                         let elements = arg.as_array().ok_or("tuple type needs a list of types")?;
                         Ok(Type::Tuple(
-                            elements.iter().map(Type::from_json).collect::<Result<_, _>>()?,
+                            elements
+                                .iter()
+                                .map(Type::from_json)
+                                .collect::<Result<_, _>>()?,
                         ))
                     }
                     "object" => {
-                        let attributes = arg.as_object().ok_or("object type needs a map of types")?;
+                        let attributes =
+                            arg.as_object().ok_or("object type needs a map of types")?;
                         Ok(Type::Object(
                             attributes
                                 .iter()
@@ -104,7 +113,10 @@ mod tests {
         let ty = Type::Object(BTreeMap::from([
             ("ips".to_string(), Type::map(Type::list(Type::String))),
             ("n".to_string(), Type::Number),
-            ("pair".to_string(), Type::Tuple(vec![Type::Bool, Type::Dynamic])),
+            (
+                "pair".to_string(),
+                Type::Tuple(vec![Type::Bool, Type::Dynamic]),
+            ),
         ]));
         let json = ty.to_json();
         assert_eq!(

@@ -12,7 +12,7 @@ data "hct_network_plan" "this" {
   }
 
   service_cidr = "10.0.192.0/21"
-  pod_cidr     = "10.0.200.0/19"
+  pod_cidr     = "10.0.224.0/19"
 }
 
 # Install Cilium with values that agree with the plan.

@@ -1,0 +1,219 @@
+//! The API's objects, as far as hct reads them. Unknown fields are ignored
+//! and most fields default, so additions on Hetzner's side do not break us.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub type Labels = BTreeMap<String, String>;
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Action {
+    pub id: i64,
+    pub command: String,
+    /// `running`, `success` or `error`.
+    pub status: String,
+    pub progress: i64,
+    pub started: Option<String>,
+    pub finished: Option<String>,
+    pub resources: Vec<ActionResource>,
+    pub error: Option<ActionError>,
+}
+
+impl Action {
+    pub fn is_running(&self) -> bool {
+        self.status == "running"
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct ActionResource {
+    pub id: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct ActionError {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Server {
+    pub id: i64,
+    pub name: String,
+    /// `initializing`, `starting`, `running`, `stopping`, `off`, `deleting`, …
+    pub status: String,
+    pub created: String,
+    pub public_net: PublicNet,
+    pub private_net: Vec<PrivateNet>,
+    pub server_type: ServerType,
+    pub location: Option<Location>,
+    pub image: Option<Image>,
+    pub labels: Labels,
+    pub placement_group: Option<PlacementGroup>,
+    pub rescue_enabled: bool,
+    pub locked: bool,
+}
+
+impl Server {
+    /// This server's IP in `network`, if attached.
+    pub fn private_ip(&self, network: i64) -> Option<&str> {
+        self.private_net
+            .iter()
+            .find(|n| n.network == network)
+            .map(|n| n.ip.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct PublicNet {
+    pub ipv4: Option<PublicIp>,
+    pub ipv6: Option<PublicIp>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct PublicIp {
+    pub ip: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct PrivateNet {
+    pub network: i64,
+    pub ip: String,
+    pub alias_ips: Vec<String>,
+    pub mac_address: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Network {
+    pub id: i64,
+    pub name: String,
+    pub ip_range: String,
+    pub subnets: Vec<Subnet>,
+    pub routes: Vec<Route>,
+    pub servers: Vec<i64>,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Subnet {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub ip_range: String,
+    pub network_zone: String,
+    pub gateway: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Route {
+    pub destination: String,
+    pub gateway: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct PlacementGroup {
+    pub id: i64,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub servers: Vec<i64>,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Image {
+    pub id: i64,
+    /// `system`, `snapshot`, `backup`, `app`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `available`, `creating`, `unavailable`.
+    pub status: String,
+    pub name: Option<String>,
+    pub description: String,
+    pub architecture: String,
+    pub image_size: Option<f64>,
+    pub disk_size: f64,
+    pub created: String,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct SshKey {
+    pub id: i64,
+    pub name: String,
+    pub fingerprint: String,
+    pub public_key: String,
+    pub labels: Labels,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct ServerType {
+    pub id: i64,
+    pub name: String,
+    pub architecture: String,
+    pub cores: i64,
+    pub memory: f64,
+    pub disk: i64,
+    /// Per-location availability and deprecation.
+    pub locations: Vec<ServerTypeLocation>,
+    pub deprecation: Option<Deprecation>,
+}
+
+impl ServerType {
+    /// Whether the type can be ordered in `location`, and its deprecation there.
+    pub fn offer_in(&self, location: &str) -> Option<&ServerTypeLocation> {
+        self.locations.iter().find(|l| l.name == location)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct ServerTypeLocation {
+    pub id: i64,
+    pub name: String,
+    pub deprecation: Option<Deprecation>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Deprecation {
+    pub announced: String,
+    pub unavailable_after: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Location {
+    pub id: i64,
+    pub name: String,
+    pub network_zone: String,
+    pub country: String,
+    pub city: String,
+}
+
+/// `meta.pagination` of list answers.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct Pagination {
+    pub page: i64,
+    pub per_page: i64,
+    pub next_page: Option<i64>,
+    pub last_page: Option<i64>,
+    pub total_entries: Option<i64>,
+}

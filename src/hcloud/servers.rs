@@ -1,0 +1,371 @@
+//! Servers, and the private-only creation flow: create stopped without
+//! public IPs, attach to the network at a fixed IP, power on.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::time::Instant;
+use tracing::info;
+
+use super::client::{Client, Retry};
+use super::error::HcloudError;
+use super::labels::LabelSelector;
+use super::models::{Action, Image, Labels, PrivateNet, Server};
+
+/// What to create: a server with no public IPs, attached to one network.
+#[derive(Debug, Clone)]
+pub struct PrivateServer {
+    pub name: String,
+    pub server_type: String,
+    pub location: String,
+    /// Image id or name.
+    pub image: String,
+    pub network: i64,
+    pub ip: String,
+    pub placement_group: Option<i64>,
+    pub labels: Labels,
+    pub user_data: Option<String>,
+    pub ssh_keys: Vec<i64>,
+}
+
+/// A server that now exists, and the action still creating it (None when an
+/// existing server of ours was adopted).
+#[derive(Debug, Clone)]
+pub struct CreatedServer {
+    pub server: Server,
+    pub action: Option<Action>,
+    pub adopted: bool,
+}
+
+#[derive(Deserialize)]
+struct ServerEnvelope {
+    server: Server,
+}
+
+#[derive(Deserialize)]
+struct CreateAnswer {
+    server: Server,
+    action: Action,
+}
+
+#[derive(Deserialize)]
+struct ActionEnvelope {
+    action: Action,
+}
+
+#[derive(Deserialize)]
+struct RescueAnswer {
+    root_password: Option<String>,
+    action: Action,
+}
+
+#[derive(Deserialize)]
+struct ImageAnswer {
+    image: Image,
+    action: Action,
+}
+
+impl Client {
+    /// The server, or None when it no longer exists.
+    pub async fn server(&self, id: i64) -> Result<Option<Server>, HcloudError> {
+        match self
+            .call::<ServerEnvelope>(
+                Method::GET,
+                &format!("servers/{id}"),
+                &[],
+                None,
+                Retry::Transient,
+            )
+            .await
+        {
+            Ok(envelope) => Ok(Some(envelope.server)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn servers(&self, selector: &LabelSelector) -> Result<Vec<Server>, HcloudError> {
+        self.list(
+            "servers",
+            "servers",
+            &[("label_selector", selector.to_string())],
+        )
+        .await
+    }
+
+    pub async fn server_by_name(&self, name: &str) -> Result<Option<Server>, HcloudError> {
+        let found: Vec<Server> = self
+            .list("servers", "servers", &[("name", name.to_string())])
+            .await?;
+        Ok(found.into_iter().next())
+    }
+
+    /// Creates the server stopped and without public IPs. A server of the
+    /// same name that carries all of `spec.labels` is ours (an earlier run, or
+    /// a create whose answer was lost) and is adopted instead.
+    pub async fn create_server(&self, spec: &PrivateServer) -> Result<CreatedServer, HcloudError> {
+        let mut body = json!({
+            "name": spec.name,
+            "server_type": spec.server_type,
+            "location": spec.location,
+            "image": spec.image,
+            "start_after_create": false,
+            "public_net": {"enable_ipv4": false, "enable_ipv6": false},
+            "labels": spec.labels,
+            "ssh_keys": spec.ssh_keys,
+        });
+        if let Some(group) = spec.placement_group {
+            body["placement_group"] = json!(group);
+        }
+        if let Some(user_data) = &spec.user_data {
+            body["user_data"] = json!(user_data);
+        }
+        match self
+            .call::<CreateAnswer>(Method::POST, "servers", &[], Some(&body), Retry::Transient)
+            .await
+        {
+            Ok(answer) => Ok(CreatedServer {
+                server: answer.server,
+                action: Some(answer.action),
+                adopted: false,
+            }),
+            Err(e) if e.code() == Some("uniqueness_error") => {
+                match self.server_by_name(&spec.name).await? {
+                    Some(existing)
+                        if spec
+                            .labels
+                            .iter()
+                            .all(|(k, v)| existing.labels.get(k) == Some(v)) =>
+                    {
+                        info!(server = %spec.name, id = existing.id, "adopting existing server with our labels");
+                        Ok(CreatedServer {
+                            server: existing,
+                            action: None,
+                            adopted: true,
+                        })
+                    }
+                    _ => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn server_action(
+        &self,
+        id: i64,
+        action: &str,
+        body: serde_json::Value,
+        retry: Retry,
+    ) -> Result<Action, HcloudError> {
+        let envelope: ActionEnvelope = self
+            .call(
+                Method::POST,
+                &format!("servers/{id}/actions/{action}"),
+                &[],
+                Some(&body),
+                retry,
+            )
+            .await?;
+        Ok(envelope.action)
+    }
+
+    pub async fn attach_to_network(
+        &self,
+        server: i64,
+        network: i64,
+        ip: &str,
+    ) -> Result<Action, HcloudError> {
+        self.server_action(
+            server,
+            "attach_to_network",
+            json!({"network": network, "ip": ip}),
+            Retry::AlsoLockedAndSubnet,
+        )
+        .await
+    }
+
+    pub async fn power_on(&self, server: i64) -> Result<Action, HcloudError> {
+        self.server_action(server, "poweron", json!({}), Retry::AlsoLocked)
+            .await
+    }
+
+    /// Cuts power (no ACPI shutdown).
+    pub async fn power_off(&self, server: i64) -> Result<Action, HcloudError> {
+        self.server_action(server, "poweroff", json!({}), Retry::AlsoLocked)
+            .await
+    }
+
+    /// ACPI shutdown; the server may take a while to reach `off`.
+    pub async fn shutdown(&self, server: i64) -> Result<Action, HcloudError> {
+        self.server_action(server, "shutdown", json!({}), Retry::AlsoLocked)
+            .await
+    }
+
+    /// Boots the rescue system on next boot; returns its root password
+    /// (None when SSH keys were given).
+    pub async fn enable_rescue(
+        &self,
+        server: i64,
+        ssh_keys: &[i64],
+    ) -> Result<(Option<String>, Action), HcloudError> {
+        let answer: RescueAnswer = self
+            .call(
+                Method::POST,
+                &format!("servers/{server}/actions/enable_rescue"),
+                &[],
+                Some(&json!({"type": "linux64", "ssh_keys": ssh_keys})),
+                Retry::AlsoLocked,
+            )
+            .await?;
+        Ok((answer.root_password, answer.action))
+    }
+
+    /// Snapshots the server's disk into an image.
+    pub async fn create_snapshot(
+        &self,
+        server: i64,
+        description: &str,
+        labels: &Labels,
+    ) -> Result<(Image, Action), HcloudError> {
+        let answer: ImageAnswer = self
+            .call(
+                Method::POST,
+                &format!("servers/{server}/actions/create_image"),
+                &[],
+                Some(&json!({"type": "snapshot", "description": description, "labels": labels})),
+                Retry::AlsoLocked,
+            )
+            .await?;
+        Ok((answer.image, answer.action))
+    }
+
+    pub async fn set_server_labels(
+        &self,
+        server: i64,
+        labels: &Labels,
+    ) -> Result<Server, HcloudError> {
+        let envelope: ServerEnvelope = self
+            .call(
+                Method::PUT,
+                &format!("servers/{server}"),
+                &[],
+                Some(&json!({"labels": labels})),
+                Retry::AlsoLocked,
+            )
+            .await?;
+        Ok(envelope.server)
+    }
+
+    /// Deletes the server; None when it was already gone.
+    pub async fn delete_server(&self, server: i64) -> Result<Option<Action>, HcloudError> {
+        match self
+            .call::<ActionEnvelope>(
+                Method::DELETE,
+                &format!("servers/{server}"),
+                &[],
+                None,
+                Retry::AlsoLocked,
+            )
+            .await
+        {
+            Ok(envelope) => Ok(Some(envelope.action)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The whole private-only flow, waiting until the server runs. `on_created`
+    /// hears of the server the moment it exists, so the caller can record it
+    /// before anything else can fail.
+    pub async fn create_private_server(
+        &self,
+        spec: &PrivateServer,
+        timeout: Duration,
+        on_created: impl FnOnce(&Server),
+    ) -> Result<Server, HcloudError> {
+        let started = Instant::now();
+        let left = || timeout.saturating_sub(started.elapsed());
+        let created = self.create_server(spec).await?;
+        on_created(&created.server);
+        let mut server = created.server;
+        let what = |step: &str| format!("{}: {step}", spec.name);
+
+        match created.action {
+            Some(action) => {
+                self.wait_for_actions(vec![action], &what("creating"), left())
+                    .await?;
+            }
+            None => {
+                server = self
+                    .wait_while_initializing(server, &what("creating"), left())
+                    .await?
+            }
+        }
+
+        match server.private_ip(spec.network) {
+            Some(ip) if ip == spec.ip => {}
+            Some(other) => {
+                return Err(HcloudError::Decode {
+                    context: spec.name.clone(),
+                    reason: format!(
+                        "the server is attached to network {} at {other}, not at the planned {}; \
+                         delete the server and apply again",
+                        spec.network, spec.ip
+                    ),
+                });
+            }
+            None => {
+                let action = self
+                    .attach_to_network(server.id, spec.network, &spec.ip)
+                    .await?;
+                self.wait_for_actions(vec![action], &what("attaching to the network"), left())
+                    .await?;
+                server.private_net.push(PrivateNet {
+                    network: spec.network,
+                    ip: spec.ip.clone(),
+                    ..PrivateNet::default()
+                });
+            }
+        }
+
+        if server.status != "running" {
+            let action = self.power_on(server.id).await?;
+            self.wait_for_actions(vec![action], &what("powering on"), left())
+                .await?;
+            server.status = "running".into();
+        }
+        Ok(server)
+    }
+
+    /// An adopted server may still be in its create action.
+    async fn wait_while_initializing(
+        &self,
+        mut server: Server,
+        what: &str,
+        timeout: Duration,
+    ) -> Result<Server, HcloudError> {
+        let started = Instant::now();
+        let mut wait = self.poll_interval();
+        while server.status == "initializing" {
+            if started.elapsed() > timeout {
+                return Err(HcloudError::Timeout {
+                    what: what.to_string(),
+                    waited: started.elapsed(),
+                });
+            }
+            self.sleep(wait, what).await?;
+            wait = (wait * 3 / 2).min(Duration::from_secs(5));
+            server = self
+                .server(server.id)
+                .await?
+                .ok_or_else(|| HcloudError::Decode {
+                    context: what.to_string(),
+                    reason: "the server disappeared while it was being created".into(),
+                })?;
+        }
+        Ok(server)
+    }
+}
