@@ -181,14 +181,14 @@ fn input_from(config: &Value) -> (NetworkPlanInput, Diagnostics) {
     let control_plane = group(config.get("control_plane"), AttrPath::attr("control_plane"));
     let worker_pools = match config.get("worker_pools") {
         Value::Null => Some(BTreeMap::new()),
-        Value::Map(pools) => Some(
-            pools
-                .iter()
-                .filter_map(|(name, pool)| {
-                    group(pool, AttrPath::attr("worker_pools").key(name)).map(|g| (name.clone(), g))
-                })
-                .collect(),
-        ),
+        // A pool whose whole value is unknown hides its node count, so the
+        // totals are unknown too.
+        Value::Map(pools) => pools
+            .iter()
+            .map(|(name, pool)| {
+                group(pool, AttrPath::attr("worker_pools").key(name)).map(|g| (name.clone(), g))
+            })
+            .collect(),
         _ => None,
     };
     let pod_cidr = string(config.get("pod_cidr"));

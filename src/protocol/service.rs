@@ -132,8 +132,11 @@ impl provider_server::Provider for ProviderService {
                 if let Some(resolved) = &resolved {
                     debug!(endpoint = %resolved.hcloud_endpoint, proxy = resolved.talos_proxy.is_some(), "provider configured");
                 }
-                self.provider.configure(resolved);
-                Ok(Response::new(answer(Diagnostics::new())))
+                let diagnostics = match self.provider.configure(resolved) {
+                    Ok(()) => Diagnostics::new(),
+                    Err(diagnostic) => diagnostic.into(),
+                };
+                Ok(Response::new(answer(diagnostics)))
             }
             Err(diagnostics) => Ok(Response::new(answer(diagnostics))),
         }

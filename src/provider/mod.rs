@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
+use crate::hcloud::{Client, ClientConfig};
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
 pub use config::ProviderConfig;
 
@@ -25,6 +26,8 @@ pub struct Context {
     pub config: Option<Arc<ProviderConfig>>,
     /// Cancelled when Terraform asks the provider to stop (Ctrl-C).
     pub cancel: CancellationToken,
+    /// The Hetzner client of this provider instance (one request budget).
+    hcloud: Option<Client>,
 }
 
 impl Context {
@@ -35,6 +38,19 @@ impl Context {
                 "Provider not configured",
                 "The provider \"hct\" block is not known yet (one of its attributes depends on a \
                  resource that does not exist yet). Apply that resource first, e.g. with -target.",
+            )
+        })
+    }
+
+    /// The Hetzner Cloud client, stopping when Terraform stops us.
+    pub fn hcloud(&self) -> Result<Client, Diagnostic> {
+        self.require_config()?;
+        self.hcloud.as_ref().map(|c| c.with_cancel(self.cancel.clone())).ok_or_else(|| {
+            Diagnostic::error(
+                "No Hetzner Cloud token",
+                "This resource calls the Hetzner Cloud API, but no token is set. Set hcloud_token in \
+                 the provider \"hct\" block or export HCLOUD_TOKEN (a read & write API token of \
+                 the project).",
             )
         })
     }
@@ -135,6 +151,7 @@ pub struct Provider {
     data_sources: BTreeMap<&'static str, Arc<dyn DataSource>>,
     resources: BTreeMap<&'static str, Arc<dyn Resource>>,
     config: RwLock<Option<Arc<ProviderConfig>>>,
+    hcloud: RwLock<Option<Client>>,
     stop: Mutex<CancellationToken>,
 }
 
@@ -147,6 +164,7 @@ impl Provider {
                 .collect(),
             resources: resources.into_iter().map(|r| (r.type_name(), r)).collect(),
             config: RwLock::new(None),
+            hcloud: RwLock::new(None),
             stop: Mutex::new(CancellationToken::new()),
         }
     }
@@ -185,8 +203,26 @@ impl Provider {
             .ok_or_else(|| unknown_type("resource", type_name))
     }
 
-    pub fn configure(&self, config: Option<ProviderConfig>) {
+    /// Takes the resolved configuration; builds the Hetzner client once, so
+    /// every resource of this provider instance shares its request budget.
+    pub fn configure(&self, config: Option<ProviderConfig>) -> Result<(), Diagnostic> {
+        let client = match config
+            .as_ref()
+            .and_then(|c| c.hcloud_token.clone().map(|token| (c, token)))
+        {
+            Some((config, token)) => Some(
+                Client::new(ClientConfig {
+                    endpoint: config.hcloud_endpoint.clone(),
+                    token,
+                    poll_interval: config.poll_interval,
+                })
+                .map_err(|e| e.to_diagnostic("setting up the API client"))?,
+            ),
+            None => None,
+        };
+        *self.hcloud.write().unwrap_or_else(|e| e.into_inner()) = client;
         *self.config.write().unwrap_or_else(|e| e.into_inner()) = config.map(Arc::new);
+        Ok(())
     }
 
     pub fn context(&self) -> Context {
@@ -197,6 +233,11 @@ impl Provider {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
             cancel: self.stop.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            hcloud: self
+                .hcloud
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         }
     }
 

@@ -108,7 +108,7 @@ impl<'a> Reader<'a> {
             0xc4 => Head::Bin(self.len(1)?),
             0xc5 => Head::Bin(self.len(2)?),
             0xc6 => Head::Bin(self.len(4)?),
-            0xc7 | 0xc8 | 0xc9 => {
+            0xc7..=0xc9 => {
                 let len = self.len(1 << (marker - 0xc7))?;
                 Head::Ext(self.take(1)?[0] as i8, len)
             }
