@@ -70,7 +70,12 @@ impl Resource for Widget {
         if request.planned.is_null() {
             return Applied::default();
         }
-        let name = request.planned.get("name").as_str().unwrap_or_default().to_string();
+        let name = request
+            .planned
+            .get("name")
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if name == "slow" {
             ctx.cancel.cancelled().await;
             return Applied {
@@ -88,7 +93,12 @@ impl Resource for Widget {
         }
     }
 
-    async fn read(&self, _ctx: &Context, state: Value, _private: Vec<u8>) -> (Option<Value>, Diagnostics) {
+    async fn read(
+        &self,
+        _ctx: &Context,
+        state: Value,
+        _private: Vec<u8>,
+    ) -> (Option<Value>, Diagnostics) {
         if state.get("name").as_str() == Some("gone") {
             (None, Diagnostics::new())
         } else {
@@ -97,9 +107,9 @@ impl Resource for Widget {
     }
 
     async fn import(&self, _ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
-        let name = id.strip_prefix("w-").ok_or_else(|| {
-            Diagnostics::from(Diagnostic::error("Bad import id", "use w-<name>"))
-        })?;
+        let name = id
+            .strip_prefix("w-")
+            .ok_or_else(|| Diagnostics::from(Diagnostic::error("Bad import id", "use w-<name>")))?;
         Ok(Value::object([
             ("name", Value::from(name)),
             ("size", Value::from(1)),
@@ -107,7 +117,11 @@ impl Resource for Widget {
         ]))
     }
 
-    fn upgrade_state(&self, version: i64, mut state: serde_json::Value) -> Result<serde_json::Value, Diagnostics> {
+    fn upgrade_state(
+        &self,
+        version: i64,
+        mut state: serde_json::Value,
+    ) -> Result<serde_json::Value, Diagnostics> {
         if version == 0
             && let Some(object) = state.as_object_mut()
             && let Some(label) = object.remove("label")
@@ -125,7 +139,10 @@ fn service() -> (ProviderService, Arc<Provider>) {
 
 fn dynamic(value: Value) -> Option<pb::DynamicValue> {
     let ty = widget_schema().value_type();
-    Some(pb::DynamicValue { msgpack: msgpack::encode(&value.conform(&ty), &ty).unwrap(), json: vec![] })
+    Some(pb::DynamicValue {
+        msgpack: msgpack::encode(&value.conform(&ty), &ty).unwrap(),
+        json: vec![],
+    })
 }
 
 fn value(dynamic: Option<pb::DynamicValue>) -> Value {
@@ -150,8 +167,14 @@ async fn validate_reports_the_attribute_path() {
         .into_inner();
     let diagnostic = &response.diagnostics[0];
     assert_eq!(diagnostic.summary, "Bad name");
-    let step = diagnostic.attribute.as_ref().unwrap().steps[0].selector.clone().unwrap();
-    assert_eq!(step, pb::attribute_path::step::Selector::AttributeName("name".into()));
+    let step = diagnostic.attribute.as_ref().unwrap().steps[0]
+        .selector
+        .clone()
+        .unwrap();
+    assert_eq!(
+        step,
+        pb::attribute_path::step::Selector::AttributeName("name".into())
+    );
 }
 
 #[tokio::test]
@@ -171,7 +194,10 @@ async fn plan_apply_read_lifecycle() {
         .unwrap()
         .into_inner();
     assert!(plan.diagnostics.is_empty(), "{:?}", plan.diagnostics);
-    assert_eq!(value(plan.planned_state.clone()), widget("a", Value::from(1), Value::Unknown));
+    assert_eq!(
+        value(plan.planned_state.clone()),
+        widget("a", Value::from(1), Value::Unknown)
+    );
 
     let applied = service
         .apply_resource_change(Request::new(pb::apply_resource_change::Request {
@@ -212,8 +238,14 @@ async fn plan_apply_read_lifecycle() {
             ..Default::default()
         }))
     };
-    assert_eq!(value(read(state.clone()).await.unwrap().into_inner().new_state), state);
-    let gone = read(widget("gone", Value::from(1), Value::from("w-gone"))).await.unwrap().into_inner();
+    assert_eq!(
+        value(read(state.clone()).await.unwrap().into_inner().new_state),
+        state
+    );
+    let gone = read(widget("gone", Value::from(1), Value::from("w-gone")))
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(value(gone.new_state), Value::Null);
 }
 
@@ -257,8 +289,15 @@ async fn import_and_upgrade_state() {
         .await
         .unwrap()
         .into_inner();
-    assert!(upgraded.diagnostics.is_empty(), "{:?}", upgraded.diagnostics);
-    assert_eq!(value(upgraded.upgraded_state), widget("old", Value::from(2), Value::from("w-old")));
+    assert!(
+        upgraded.diagnostics.is_empty(),
+        "{:?}",
+        upgraded.diagnostics
+    );
+    assert_eq!(
+        value(upgraded.upgraded_state),
+        widget("old", Value::from(2), Value::from("w-old"))
+    );
 }
 
 #[tokio::test]
@@ -273,7 +312,10 @@ async fn unknown_types_are_diagnostics_not_crashes() {
         .unwrap()
         .into_inner();
     assert!(response.diagnostics[0].summary.contains("hct_nothing"));
-    let unsupported = service.get_functions(Request::new(pb::Unsupported {})).await.unwrap_err();
+    let unsupported = service
+        .get_functions(Request::new(pb::Unsupported {}))
+        .await
+        .unwrap_err();
     assert_eq!(unsupported.code(), tonic::Code::Unimplemented);
     assert!(unsupported.message().contains("GetFunctions"));
 }

@@ -67,6 +67,8 @@ pub(crate) enum Retry {
 
 impl Client {
     pub fn new(config: ClientConfig) -> Result<Self, HcloudError> {
+        // reqwest takes TLS crypto from the process default: ring, as everywhere in hct.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .user_agent(format!(
                 "terraform-provider-hct/{}",

@@ -9,13 +9,17 @@
 //! that started us, and Terraform knows it talks to the process it started.
 //! No CA or hostname is involved, so verification is by exact match.
 //!
-//! Terraform's client key is ECDSA P-521. rustls verifies P-521 signatures
-//! only with the aws-lc-rs crypto provider, which is why hct uses it.
+//! Terraform's client key is ECDSA P-521, which ring (hct's TLS crypto) does
+//! not verify. hct checks that one signature with the RustCrypto `p521` crate
+//! against the pinned certificate's key. (aws-lc-rs could verify P-521, but
+//! seeding its random generator costs ~40 ms at every plugin start, and
+//! Terraform starts a provider several times per plan.)
 
 use std::sync::Arc;
 
+use p521::ecdsa::signature::Verifier;
 use rustls::client::danger::HandshakeSignatureValid;
-use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
@@ -25,6 +29,8 @@ use rustls::{DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureSc
 pub enum TlsError {
     #[error("PLUGIN_CLIENT_CERT does not hold a PEM certificate")]
     BadClientCert,
+    #[error("PLUGIN_CLIENT_CERT holds a certificate whose key hct cannot read")]
+    BadClientKey,
     #[error("could not make the plugin's certificate: {0}")]
     Certificate(#[from] rcgen::Error),
     #[error("TLS setup failed: {0}")]
@@ -45,13 +51,13 @@ impl AutoMtls {
             .map_err(|_| TlsError::BadClientCert)?;
         let (server_certificate, server_key) = self_signed_localhost()?;
 
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let verifier = PinnedClientCertificate {
-            expected: client_certificate.into_owned(),
-            algorithms: provider.signature_verification_algorithms,
-        };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = PinnedClientCertificate::new(
+            client_certificate.into_owned(),
+            provider.signature_verification_algorithms,
+        )?;
         let mut config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
+            .with_protocol_versions(&[&rustls::version::TLS13])?
             .with_client_cert_verifier(Arc::new(verifier))
             .with_single_cert(
                 vec![CertificateDer::from(server_certificate.clone())],
@@ -99,10 +105,35 @@ fn self_signed_localhost() -> Result<(Vec<u8>, PrivateKeyDer<'static>), TlsError
 /// Accepts exactly one client certificate. Terraform's certificate is
 /// self-signed and marked as a CA, which path-building verifiers reject as an
 /// end entity; pinning the exact bytes is both simpler and stricter.
-#[derive(Debug)]
 struct PinnedClientCertificate {
     expected: CertificateDer<'static>,
+    /// The pinned certificate's key when it is P-521 (Terraform's case).
+    p521_key: Option<p521::ecdsa::VerifyingKey>,
+    /// ring's algorithms, for any other key type.
     algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl std::fmt::Debug for PinnedClientCertificate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedClientCertificate")
+            .field("p521", &self.p521_key.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PinnedClientCertificate {
+    fn new(
+        expected: CertificateDer<'static>,
+        algorithms: WebPkiSupportedAlgorithms,
+    ) -> Result<Self, TlsError> {
+        let public_key = der::subject_public_key(&expected).ok_or(TlsError::BadClientKey)?;
+        let p521_key = p521::ecdsa::VerifyingKey::from_sec1_bytes(public_key).ok();
+        Ok(Self {
+            expected,
+            p521_key,
+            algorithms,
+        })
+    }
 }
 
 impl ClientCertVerifier for PinnedClientCertificate {
@@ -127,11 +158,14 @@ impl ClientCertVerifier for PinnedClientCertificate {
 
     fn verify_tls12_signature(
         &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
+        _message: &[u8],
+        _cert: &CertificateDer<'_>,
+        _dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+        // The server speaks TLS 1.3 only.
+        Err(rustls::Error::PeerIncompatible(
+            rustls::PeerIncompatible::Tls13RequiredForQuic,
+        ))
     }
 
     fn verify_tls13_signature(
@@ -140,55 +174,183 @@ impl ClientCertVerifier for PinnedClientCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+        if dss.scheme != SignatureScheme::ECDSA_NISTP521_SHA512 {
+            return rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms);
+        }
+        // The certificate is the pinned one (verify_client_cert ran first).
+        let bad = || rustls::Error::InvalidCertificate(rustls::CertificateError::BadSignature);
+        let key = self
+            .p521_key
+            .as_ref()
+            .filter(|_| cert.as_ref() == self.expected.as_ref())
+            .ok_or_else(bad)?;
+        let signature = p521::ecdsa::Signature::from_der(dss.signature()).map_err(|_| bad())?;
+        key.verify(message, &signature).map_err(|_| bad())?;
+        Ok(HandshakeSignatureValid::assertion())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
+        let mut schemes = self.algorithms.supported_schemes();
+        if self.p521_key.is_some() {
+            schemes.insert(0, SignatureScheme::ECDSA_NISTP521_SHA512);
+        }
+        schemes
     }
 }
 
-/// Keeps the crypto provider choice in one place for tests.
-pub fn crypto_provider() -> CryptoProvider {
-    rustls::crypto::aws_lc_rs::default_provider()
+/// Just enough DER to find a certificate's public key.
+mod der {
+    /// One DER element at the start of `input`: (tag, contents, rest).
+    fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+        let (&tag, rest) = input.split_first()?;
+        let (&first, rest) = rest.split_first()?;
+        let (len, rest) = if first < 0x80 {
+            (usize::from(first), rest)
+        } else {
+            let count = usize::from(first & 0x7f);
+            if count == 0 || count > 4 || rest.len() < count {
+                return None;
+            }
+            let len = rest[..count]
+                .iter()
+                .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+            (len, &rest[count..])
+        };
+        (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
+    }
+
+    /// The subjectPublicKey bits of an X.509 certificate (for EC keys: the
+    /// SEC1 point).
+    pub fn subject_public_key(certificate: &[u8]) -> Option<&[u8]> {
+        const SEQUENCE: u8 = 0x30;
+        const VERSION: u8 = 0xa0;
+        const BIT_STRING: u8 = 0x03;
+        let (SEQUENCE, certificate, _) = element(certificate)? else {
+            return None;
+        };
+        let (SEQUENCE, mut tbs, _) = element(certificate)? else {
+            return None;
+        };
+        if tbs.first() == Some(&VERSION) {
+            tbs = element(tbs)?.2;
+        }
+        // serialNumber, signature, issuer, validity, subject
+        for _ in 0..5 {
+            tbs = element(tbs)?.2;
+        }
+        let (SEQUENCE, spki, _) = element(tbs)? else {
+            return None;
+        };
+        let (_, _algorithm, rest) = element(spki)?;
+        let (BIT_STRING, bits, _) = element(rest)? else {
+            return None;
+        };
+        // The first byte counts unused bits, always 0 for keys.
+        bits.split_first()
+            .filter(|(unused, _)| **unused == 0)
+            .map(|(_, key)| key)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use p521::ecdsa::signature::Signer;
+
+    fn certificate(
+        alg: &'static rcgen::SignatureAlgorithm,
+    ) -> (rcgen::Certificate, rcgen::KeyPair) {
+        let key = rcgen::KeyPair::generate_for(alg).unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        (cert, key)
+    }
+
+    fn verifier(expected: &CertificateDer<'static>) -> PinnedClientCertificate {
+        PinnedClientCertificate::new(
+            expected.clone(),
+            rustls::crypto::ring::default_provider().signature_verification_algorithms,
+        )
+        .unwrap()
+    }
 
     #[test]
-    fn accepts_only_the_pinned_certificate_and_offers_p521() {
-        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).unwrap();
-        let client = rcgen::CertificateParams::new(vec!["localhost".into()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
-        let other = rcgen::CertificateParams::new(vec!["other".into()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
-        let verifier = PinnedClientCertificate {
-            expected: client.der().clone(),
-            algorithms: crypto_provider().signature_verification_algorithms,
-        };
+    fn accepts_only_the_pinned_certificate() {
+        let (client, _) = certificate(&rcgen::PKCS_ECDSA_P384_SHA384);
+        let (other, _) = certificate(&rcgen::PKCS_ECDSA_P256_SHA256);
+        let verifier = verifier(client.der());
         let now = UnixTime::now();
         assert!(verifier.verify_client_cert(client.der(), &[], now).is_ok());
         assert!(verifier.verify_client_cert(other.der(), &[], now).is_err());
         assert!(
-            verifier
+            !verifier
                 .supported_verify_schemes()
                 .contains(&SignatureScheme::ECDSA_NISTP521_SHA512)
         );
     }
 
+    /// A P-521 certificate like Terraform's, made with the p521 crate (ring
+    /// cannot sign with P-521): its key is found, and a signature by it checks.
+    #[test]
+    fn verifies_p521_signatures_of_the_pinned_key() {
+        let signing = p521::ecdsa::SigningKey::random(&mut p521::elliptic_curve::rand_core::OsRng);
+        let point = p521::ecdsa::VerifyingKey::from(&signing).to_encoded_point(false);
+        // A certificate-shaped DER: SEQ { SEQ { [0]v3, serial, alg, issuer, validity, subject, SPKI } }
+        let spki = der_seq(&[
+            &der_seq(&[
+                &[0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01],
+                &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x23],
+            ]),
+            &der(0x03, &[&[0u8][..], point.as_bytes()].concat()),
+        ]);
+        let tbs = der_seq(&[
+            &der(0xa0, &[2, 1, 2]),
+            &[2, 1, 1],
+            &der_seq(&[]),
+            &der_seq(&[]),
+            &der_seq(&[]),
+            &der_seq(&[]),
+            &spki,
+        ]);
+        let cert = CertificateDer::from(der_seq(&[&tbs]));
+        let verifier = verifier(&cert);
+        assert!(
+            verifier
+                .supported_verify_schemes()
+                .contains(&SignatureScheme::ECDSA_NISTP521_SHA512)
+        );
+
+        let message = b"TLS 1.3, client CertificateVerify";
+        let signature: p521::ecdsa::Signature = signing.sign(message);
+        let key = verifier.p521_key.as_ref().unwrap();
+        assert!(key.verify(message, &signature).is_ok());
+        assert!(key.verify(b"something else", &signature).is_err());
+        assert_eq!(
+            der::subject_public_key(cert.as_ref()),
+            Some(point.as_bytes())
+        );
+    }
+
+    fn der(tag: u8, contents: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag];
+        if contents.len() < 0x80 {
+            out.push(contents.len() as u8);
+        } else {
+            out.extend_from_slice(&[0x82, (contents.len() >> 8) as u8, contents.len() as u8]);
+        }
+        out.extend_from_slice(contents);
+        out
+    }
+
+    fn der_seq(items: &[&[u8]]) -> Vec<u8> {
+        der(0x30, &items.concat())
+    }
+
     #[test]
     fn builds_a_server_config_from_a_pem_client_certificate() {
-        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let client = rcgen::CertificateParams::new(vec!["localhost".into()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
+        let (client, _) = certificate(&rcgen::PKCS_ECDSA_P256_SHA256);
         let mtls = AutoMtls::new(&client.pem()).unwrap();
         assert_eq!(mtls.config.alpn_protocols, vec![b"h2".to_vec()]);
         assert!(!mtls.server_certificate.is_empty());

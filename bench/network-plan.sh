@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Benchmark: `terraform plan` of examples/network-plan (hct_network_plan, run by
+# the release build of the provider through dev_overrides) against the same plan
+# done with Terraform's built-in terraform_data and functions
+# (bench/network-plan-baseline). Prints median wall times, the ratio
+# hct/baseline (target <= 1.2) and the provider's peak RSS (target <= 20 MiB).
+#
+# Usage: bench/network-plan.sh [-n RUNS] [--rss-plans K] [--check]
+#   -n RUNS        timed plans of each config, after one warm-up each (default 10)
+#   --rss-plans K  plans run through the RSS-recording wrapper (default 3)
+#   --check        exit 1 if a target is missed
+# Environment:
+#   HCT_BENCH_PROVIDER  provider binary to use instead of `cargo build --release --locked`
+#   HCT_BENCH_EXAMPLE   config dir to use instead of examples/network-plan
+#   HCT_TERRAFORM       Terraform CLI (see scripts/ensure-terraform)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+runs=10
+rss_plans=3
+check=0
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    -n) runs=$2; shift 2 ;;
+    --rss-plans) rss_plans=$2; shift 2 ;;
+    --check) check=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; exit 2 ;;
+  esac
+done
+[[ $runs =~ ^[1-9][0-9]*$ && $rss_plans =~ ^[1-9][0-9]*$ ]] || { echo "RUNS and K must be positive integers" >&2; exit 2; }
+
+example=${HCT_BENCH_EXAMPLE:-$root/examples/network-plan}
+baseline=$root/bench/network-plan-baseline
+[[ -f $example/main.tf ]] || { echo "no $example/main.tf" >&2; exit 1; }
+
+provider=${HCT_BENCH_PROVIDER:-}
+if [[ -z $provider ]]; then
+  echo "+ cargo build --release --locked" >&2
+  (cd "$root" && cargo build --release --locked)
+  target_dir=${CARGO_TARGET_DIR:-target}
+  [[ $target_dir = /* ]] || target_dir=$root/$target_dir
+  provider=$target_dir/release/terraform-provider-hct
+fi
+[[ -x $provider ]] || { echo "provider binary $provider is not executable" >&2; exit 1; }
+tf=$("$root/scripts/ensure-terraform")
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/hct-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# Working copies of both configs (no state, no .terraform from the repo).
+for name in hct baseline; do
+  src=$example; [[ $name = baseline ]] && src=$baseline
+  mkdir "$work/$name"
+  cp -R "$src/." "$work/$name/"
+  rm -rf "$work/$name/.terraform" "$work/$name"/terraform.tfstate*
+done
+
+# Two dev_overrides dirs: the binary itself (for timing) and a wrapper that
+# records the provider's peak RSS (ru_maxrss of its child, KiB) after it exits.
+mkdir "$work/bin" "$work/rss-bin"
+cp "$provider" "$work/bin/terraform-provider-hct"
+cat >"$work/rss-bin/terraform-provider-hct" <<EOF
+#!/usr/bin/env python3
+import ctypes, resource, subprocess, sys
+# PR_SET_PDEATHSIG(SIGKILL): the provider dies with this wrapper if Terraform kills it.
+die_with_parent = lambda: ctypes.CDLL(None).prctl(1, 9)
+rc = subprocess.call(["$work/bin/terraform-provider-hct"] + sys.argv[1:], preexec_fn=die_with_parent)
+with open("$work/rss.log", "a") as f:
+    f.write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(rc if rc >= 0 else 128 - rc)
+EOF
+chmod +x "$work/rss-bin/terraform-provider-hct"
+for kind in bin rss-bin; do
+  cat >"$work/$kind.tfrc" <<EOF
+provider_installation {
+  dev_overrides {
+    "registry.hct.internal/hct/hct" = "$work/$kind"
+  }
+  direct {}
+}
+EOF
+done
+
+# plan DIR CLI_CONFIG: runs one plan, prints its wall time in microseconds.
+plan() {
+  local log start end
+  log=$work/$(basename "$1").log
+  start=$(date +%s%N)
+  if ! (cd "$1" && env -u TF_LOG -u TF_LOG_PATH -u TF_DATA_DIR -u TF_CLI_ARGS -u TF_CLI_ARGS_plan \
+    TF_CLI_CONFIG_FILE="$2" TF_IN_AUTOMATION=1 TF_INPUT=0 CHECKPOINT_DISABLE=1 \
+    "$tf" plan -input=false -no-color >"$log" 2>&1); then
+    echo "terraform plan failed in $1:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  end=$(date +%s%N)
+  echo $(((end - start) / 1000))
+}
+
+# stats FILE: "median min max" in ms of the microsecond values in FILE.
+stats() {
+  sort -n "$1" | awk '{ v[NR] = $1 } END {
+    m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf "%.1f %.1f %.1f\n", m / 1000, v[1] / 1000, v[NR] / 1000 }'
+}
+
+echo "terraform: $(TF_CLI_CONFIG_FILE=$work/bin.tfrc CHECKPOINT_DISABLE=1 "$tf" version | head -n 1) ($tf)"
+echo "provider:  $provider"
+echo "configs:   $example vs $baseline"
+
+plan "$work/hct" "$work/bin.tfrc" >/dev/null
+plan "$work/baseline" "$work/bin.tfrc" >/dev/null
+echo "warm-up:   hct: $(grep -E '^(Plan|No changes|Changes to Outputs)' "$work/hct.log" | head -n 1)" \
+  "| baseline: $(grep -E '^(Plan|No changes|Changes to Outputs)' "$work/baseline.log" | head -n 1)"
+
+: >"$work/hct.times"
+: >"$work/baseline.times"
+for ((i = 1; i <= runs; i++)); do # interleaved, so drift hits both alike
+  plan "$work/hct" "$work/bin.tfrc" >>"$work/hct.times"
+  plan "$work/baseline" "$work/bin.tfrc" >>"$work/baseline.times"
+done
+read -r hct_med hct_min hct_max < <(stats "$work/hct.times")
+read -r base_med base_min base_max < <(stats "$work/baseline.times")
+
+: >"$work/rss.log"
+for ((i = 1; i <= rss_plans; i++)); do
+  plan "$work/hct" "$work/rss-bin.tfrc" >/dev/null
+done
+launches=$(grep -c . "$work/rss.log" || true)
+peak_kib=$(sort -n "$work/rss.log" | tail -n 1)
+
+verdict() { if [[ $1 = 1 ]]; then echo ok; else echo "MISSED"; fi; }
+ratio=$(awk -v a="$hct_med" -v b="$base_med" 'BEGIN { printf "%.2f", a / b }')
+ratio_ok=$(awk -v r="$ratio" 'BEGIN { print (r <= 1.2) ? 1 : 0 }')
+echo
+printf '%-9s median %8.1f ms   (min %.1f, max %.1f; %d runs)\n' hct "$hct_med" "$hct_min" "$hct_max" "$runs"
+printf '%-9s median %8.1f ms   (min %.1f, max %.1f; %d runs)\n' baseline "$base_med" "$base_min" "$base_max" "$runs"
+echo "ratio hct/baseline: $ratio (target <= 1.2): $(verdict "$ratio_ok")"
+if [[ -z $peak_kib ]]; then
+  rss_ok=0
+  echo "provider peak RSS: not recorded (no provider process ran to its end under the wrapper;" \
+    "does the example use hct, and does the provider exit when Terraform shuts it down?)"
+else
+  peak_mib=$(awk -v k="$peak_kib" 'BEGIN { printf "%.1f", k / 1024 }')
+  rss_ok=$(awk -v k="$peak_kib" 'BEGIN { print (k <= 20 * 1024) ? 1 : 0 }')
+  echo "provider peak RSS: $peak_mib MiB, highest of $launches provider processes in $rss_plans plans" \
+    "(target <= 20 MiB): $(verdict "$rss_ok")"
+fi
+if [[ $check = 1 && ($ratio_ok != 1 || $rss_ok != 1) ]]; then
+  exit 1
+fi

@@ -1,0 +1,112 @@
+//! How long each kind of action runs before it finishes.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A set of durations for every command: `fast` for tests, `short` (the
+/// default) keeps the real proportions at a fraction of the wait, and
+/// `realistic` is about what Hetzner takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    Fast,
+    #[default]
+    Short,
+    Realistic,
+}
+
+impl FromStr for Profile {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fast" => Ok(Self::Fast),
+            "short" => Ok(Self::Short),
+            "realistic" => Ok(Self::Realistic),
+            other => Err(format!(
+                "unknown durations profile '{other}' (use fast, short or realistic)"
+            )),
+        }
+    }
+}
+
+/// Milliseconds per profile: (fast, short, realistic).
+fn table(command: &str) -> (u64, u64, u64) {
+    match command {
+        "create_server" => (150, 3_000, 12_000),
+        "start_server" => (100, 1_500, 5_000),
+        "stop_server" => (50, 1_000, 3_000),
+        "shutdown_server" => (100, 2_000, 8_000),
+        "reset_server" => (100, 1_500, 5_000),
+        "reboot_server" => (100, 2_000, 8_000),
+        "delete_server" => (50, 1_000, 4_000),
+        "create_image" => (200, 5_000, 45_000),
+        "change_server_type" => (200, 5_000, 60_000),
+        "enable_rescue" | "disable_rescue" => (50, 500, 2_000),
+        "attach_to_network" | "detach_from_network" | "change_alias_ips" => (50, 1_000, 3_000),
+        "add_subnet" | "delete_subnet" | "add_route" | "delete_route" => (50, 500, 2_000),
+        _ => (50, 1_000, 3_000),
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Durations {
+    pub profile: Profile,
+    pub overrides: BTreeMap<String, Duration>,
+}
+
+impl Durations {
+    pub fn new(profile: Profile) -> Self {
+        Self {
+            profile,
+            overrides: BTreeMap::new(),
+        }
+    }
+
+    pub fn with(mut self, command: &str, duration: Duration) -> Self {
+        self.overrides.insert(command.to_string(), duration);
+        self
+    }
+
+    pub fn for_command(&self, command: &str) -> Duration {
+        if let Some(d) = self.overrides.get(command) {
+            return *d;
+        }
+        let (fast, short, realistic) = table(command);
+        Duration::from_millis(match self.profile {
+            Profile::Fast => fast,
+            Profile::Short => short,
+            Profile::Realistic => realistic,
+        })
+    }
+
+    /// Parses an override written `command=duration`, e.g. `create_image=2s`.
+    pub fn parse_override(text: &str) -> Result<(String, Duration), String> {
+        let (command, duration) = text
+            .split_once('=')
+            .ok_or_else(|| format!("expected COMMAND=DURATION, got '{text}'"))?;
+        let duration = humantime::parse_duration(duration.trim())
+            .map_err(|e| format!("bad duration in '{text}': {e}"))?;
+        Ok((command.trim().to_string(), duration))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_and_overrides() {
+        let d = Durations::new(Profile::Fast).with("create_image", Duration::from_secs(2));
+        assert_eq!(d.for_command("create_image"), Duration::from_secs(2));
+        assert_eq!(d.for_command("create_server"), Duration::from_millis(150));
+        let realistic = Durations::new(Profile::Realistic);
+        assert!(realistic.for_command("create_server") > d.for_command("create_server"));
+        assert_eq!(
+            Durations::parse_override("start_server=250ms").unwrap(),
+            ("start_server".into(), Duration::from_millis(250))
+        );
+        assert!(Durations::parse_override("start_server").is_err());
+        assert!("slow".parse::<Profile>().is_err());
+    }
+}

