@@ -219,9 +219,11 @@ fn accept_connections(
     ReceiverStream::new(receiver)
 }
 
-/// Tells Terraform (or the developer) where we listen.
+/// Tells Terraform (or the developer) where we listen. Write errors are
+/// ignored: a reader that closed our stdout must not take the server down.
 fn announce(mode: &Mode, socket_path: &Path, tls: Option<&AutoMtls>) {
-    match mode {
+    use std::io::Write;
+    let text = match mode {
         Mode::Plugin => {
             let certificate = tls
                 .map(|t| {
@@ -229,10 +231,10 @@ fn announce(mode: &Mode, socket_path: &Path, tls: Option<&AutoMtls>) {
                 })
                 .unwrap_or_default();
             // The handshake must be the first line on stdout.
-            println!(
-                "{CORE_PROTOCOL_VERSION}|{PLUGIN_PROTOCOL_VERSION}|unix|{}|grpc|{certificate}",
+            format!(
+                "{CORE_PROTOCOL_VERSION}|{PLUGIN_PROTOCOL_VERSION}|unix|{}|grpc|{certificate}\n",
                 socket_path.display()
-            );
+            )
         }
         Mode::Debug => {
             let reattach = serde_json::json!({
@@ -244,15 +246,16 @@ fn announce(mode: &Mode, socket_path: &Path, tls: Option<&AutoMtls>) {
                     "Addr": {"Network": "unix", "String": socket_path.display().to_string()},
                 }
             });
-            println!("hct is running in debug mode. In the shell that runs Terraform, set:\n");
-            println!("    export TF_REATTACH_PROVIDERS='{reattach}'\n");
-            println!(
-                "Terraform then uses this process instead of starting hct. Stop it with Ctrl-C."
-            );
+            format!(
+                "hct is running in debug mode. In the shell that runs Terraform, set:\n\n    \
+                 export TF_REATTACH_PROVIDERS='{reattach}'\n\nTerraform then uses this process \
+                 instead of starting hct. Stop it with Ctrl-C.\n"
+            )
         }
-    }
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
 }
 
 /// A connection from Terraform, with or without TLS.
