@@ -1,19 +1,26 @@
 //! Compiles the wire contracts in `proto/` with a pure-Rust protobuf parser
 //! (protox), so building hct needs no system `protoc`.
+//!
+//! hct serves the Terraform plugin protocol (and go-plugin's services) and is
+//! a client of the Talos machine API.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = [
+    let served = [
         "proto/tfplugin6.proto",
         "proto/go_plugin.proto",
         "proto/grpc_health.proto",
     ];
-    for file in files {
+    let called = ["proto/talos_machine.proto"];
+    for file in served.iter().chain(&called) {
         println!("cargo:rerun-if-changed={file}");
     }
-    let descriptors = protox::compile(files, ["proto"])?;
     tonic_prost_build::configure()
         .build_client(false)
         .build_server(true)
-        .compile_fds(descriptors)?;
+        .compile_fds(protox::compile(served, ["proto"])?)?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(false)
+        .compile_fds(protox::compile(called, ["proto"])?)?;
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! - `docs`: the registry docs, generated from the schemas.
 
 pub mod data_sources;
+pub mod der;
 pub mod docs;
 pub mod duration;
 pub mod hcloud;
@@ -18,4 +19,5 @@ pub mod logging;
 pub mod network_plan;
 pub mod protocol;
 pub mod provider;
+pub mod talos_api;
 pub mod tf;

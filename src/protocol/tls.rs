@@ -126,7 +126,7 @@ impl PinnedClientCertificate {
         expected: CertificateDer<'static>,
         algorithms: WebPkiSupportedAlgorithms,
     ) -> Result<Self, TlsError> {
-        let public_key = der::subject_public_key(&expected).ok_or(TlsError::BadClientKey)?;
+        let public_key = crate::der::subject_public_key(&expected).ok_or(TlsError::BadClientKey)?;
         let p521_key = p521::ecdsa::VerifyingKey::from_sec1_bytes(public_key).ok();
         Ok(Self {
             expected,
@@ -195,60 +195,6 @@ impl ClientCertVerifier for PinnedClientCertificate {
             schemes.insert(0, SignatureScheme::ECDSA_NISTP521_SHA512);
         }
         schemes
-    }
-}
-
-/// Just enough DER to find a certificate's public key.
-mod der {
-    /// One DER element at the start of `input`: (tag, contents, rest).
-    fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-        let (&tag, rest) = input.split_first()?;
-        let (&first, rest) = rest.split_first()?;
-        let (len, rest) = if first < 0x80 {
-            (usize::from(first), rest)
-        } else {
-            let count = usize::from(first & 0x7f);
-            if count == 0 || count > 4 || rest.len() < count {
-                return None;
-            }
-            let len = rest[..count]
-                .iter()
-                .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
-            (len, &rest[count..])
-        };
-        (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
-    }
-
-    /// The subjectPublicKey bits of an X.509 certificate (for EC keys: the
-    /// SEC1 point).
-    pub fn subject_public_key(certificate: &[u8]) -> Option<&[u8]> {
-        const SEQUENCE: u8 = 0x30;
-        const VERSION: u8 = 0xa0;
-        const BIT_STRING: u8 = 0x03;
-        let (SEQUENCE, certificate, _) = element(certificate)? else {
-            return None;
-        };
-        let (SEQUENCE, mut tbs, _) = element(certificate)? else {
-            return None;
-        };
-        if tbs.first() == Some(&VERSION) {
-            tbs = element(tbs)?.2;
-        }
-        // serialNumber, signature, issuer, validity, subject
-        for _ in 0..5 {
-            tbs = element(tbs)?.2;
-        }
-        let (SEQUENCE, spki, _) = element(tbs)? else {
-            return None;
-        };
-        let (_, _algorithm, rest) = element(spki)?;
-        let (BIT_STRING, bits, _) = element(rest)? else {
-            return None;
-        };
-        // The first byte counts unused bits, always 0 for keys.
-        bits.split_first()
-            .filter(|(unused, _)| **unused == 0)
-            .map(|(_, key)| key)
     }
 }
 
@@ -328,7 +274,7 @@ mod tests {
         assert!(key.verify(message, &signature).is_ok());
         assert!(key.verify(b"something else", &signature).is_err());
         assert_eq!(
-            der::subject_public_key(cert.as_ref()),
+            crate::der::subject_public_key(cert.as_ref()),
             Some(point.as_bytes())
         );
     }

@@ -1,0 +1,406 @@
+//! A client of one node's Talos API (apid, port 50000), dialed directly or
+//! through the SOCKS5 proxy, with the trust of maintenance or configured mode.
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio_rustls::TlsConnector;
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Request, Status};
+
+use super::error::TalosError;
+use super::socks5;
+use super::tls::{Trust, client_config};
+use crate::talos_api::pb::{self, machine_service_client::MachineServiceClient};
+
+/// The port apid listens on.
+pub const APID_PORT: u16 = 50000;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How `ApplyConfiguration` takes effect. Always explicit: Talos' default
+/// (REBOOT) is deprecated and surprising.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyMode {
+    /// Without reboot where Talos can, with reboot otherwise.
+    Auto,
+    NoReboot,
+    Reboot,
+    /// Apply, and roll back unless confirmed within a timeout.
+    Try,
+    /// Store it for the next boot.
+    Staged,
+}
+
+/// What Talos did with an applied configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub mode: String,
+    pub details: String,
+    pub warnings: Vec<String>,
+}
+
+/// Whether this call bootstrapped etcd or it had been done already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bootstrapped {
+    Now,
+    Already,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdMember {
+    pub id: u64,
+    pub hostname: String,
+    pub is_learner: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Service {
+    pub id: String,
+    pub state: String,
+    pub healthy: bool,
+}
+
+/// Where a node is and how to get there.
+#[derive(Debug, Clone)]
+pub struct NodeAddress {
+    /// Its private IP.
+    pub ip: IpAddr,
+    pub port: u16,
+    /// SOCKS5 proxy into the private network, when hct runs outside it.
+    pub proxy: Option<SocketAddr>,
+}
+
+impl NodeAddress {
+    pub fn new(ip: IpAddr, proxy: Option<SocketAddr>) -> Self {
+        Self {
+            ip,
+            port: APID_PORT,
+            proxy,
+        }
+    }
+}
+
+/// A connected client of one node.
+pub struct TalosClient {
+    node: String,
+    inner: MachineServiceClient<Channel>,
+    /// Sent as the `node` metadata: apid forwards the call to that node.
+    target: Option<String>,
+}
+
+impl TalosClient {
+    /// Dials the node and completes the TLS handshake.
+    pub async fn connect(address: &NodeAddress, trust: &Trust) -> Result<Self, TalosError> {
+        let node = address.ip.to_string();
+        let tls = TlsConnector::from(Arc::new(client_config(trust)?));
+        let server_name = rustls::pki_types::ServerName::IpAddress(address.ip.into());
+        let target = SocketAddr::new(address.ip, address.port);
+        let proxy = address.proxy;
+        let connector = tower::service_fn(move |_| {
+            let tls = tls.clone();
+            let server_name = server_name.clone();
+            async move {
+                let tcp = match proxy {
+                    Some(proxy) => socks5::connect(proxy, target).await?,
+                    None => tokio::net::TcpStream::connect(target).await?,
+                };
+                let stream = tls.connect(server_name, tcp).await?;
+                Ok::<_, std::io::Error>(TokioIo::new(stream))
+            }
+        });
+        // The URI only names the authority; the connector does the dialing.
+        let channel = Endpoint::from_shared(format!("http://{target}"))
+            .map_err(|e| TalosError::Credentials(e.to_string()))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(CALL_TIMEOUT)
+            .connect_with_connector(connector)
+            .await
+            .map_err(|e| classify_dial_error(&node, &e))?;
+        Ok(Self {
+            node,
+            inner: MachineServiceClient::new(channel).max_decoding_message_size(64 * 1024 * 1024),
+            target: None,
+        })
+    }
+
+    /// Routes further calls to `node` through this endpoint (apid proxying).
+    pub fn target(mut self, node: IpAddr) -> Self {
+        self.target = Some(node.to_string());
+        self
+    }
+
+    fn request<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        if let Some(node) = self
+            .target
+            .as_deref()
+            .and_then(|n| MetadataValue::try_from(n).ok())
+        {
+            request.metadata_mut().insert("node", node);
+        }
+        request
+    }
+
+    fn rejected(&self, call: &'static str, status: Status) -> TalosError {
+        classify_status(&self.node, call, status)
+    }
+
+    pub async fn version(&mut self) -> Result<pb::VersionInfo, TalosError> {
+        let response = self
+            .inner
+            .version(self.request(()))
+            .await
+            .map_err(|s| self.rejected("Version", s))?
+            .into_inner();
+        response
+            .messages
+            .into_iter()
+            .next()
+            .and_then(|m| m.version)
+            .ok_or_else(|| self.protocol("Version", "no version in the answer"))
+    }
+
+    pub async fn apply_configuration(
+        &mut self,
+        config: &[u8],
+        mode: ApplyMode,
+    ) -> Result<Applied, TalosError> {
+        use pb::apply_configuration_request::Mode;
+        let wire_mode = match mode {
+            ApplyMode::Auto => Mode::Auto,
+            ApplyMode::NoReboot => Mode::NoReboot,
+            ApplyMode::Reboot => Mode::Reboot,
+            ApplyMode::Try => Mode::Try,
+            ApplyMode::Staged => Mode::Staged,
+        };
+        let request = pb::ApplyConfigurationRequest {
+            data: config.to_vec(),
+            mode: wire_mode as i32,
+            dry_run: false,
+            try_mode_timeout: (mode == ApplyMode::Try).then(|| prost_types::Duration {
+                seconds: 60,
+                nanos: 0,
+            }),
+        };
+        let response = self
+            .inner
+            .apply_configuration(self.request(request))
+            .await
+            .map_err(|s| self.rejected("ApplyConfiguration", s))?
+            .into_inner();
+        let result = response
+            .messages
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.protocol("ApplyConfiguration", "empty answer"))?;
+        self.check_metadata("ApplyConfiguration", result.metadata.as_ref())?;
+        Ok(Applied {
+            mode: Mode::try_from(result.mode)
+                .map(|m| m.as_str_name().to_string())
+                .unwrap_or_default(),
+            details: result.mode_details,
+            warnings: result.warnings,
+        })
+    }
+
+    /// Bootstraps etcd on this control-plane node. Done already is success.
+    pub async fn bootstrap(&mut self) -> Result<Bootstrapped, TalosError> {
+        let request = pb::BootstrapRequest {
+            recover_etcd: false,
+            recover_skip_hash_check: false,
+        };
+        match self.inner.bootstrap(self.request(request)).await {
+            Ok(_) => Ok(Bootstrapped::Now),
+            Err(status) if status.code() == Code::AlreadyExists => Ok(Bootstrapped::Already),
+            Err(status)
+                if status.code() == Code::FailedPrecondition
+                    && status.message().contains("worker") =>
+            {
+                Err(TalosError::NotControlPlane {
+                    node: self.node.clone(),
+                })
+            }
+            Err(status) => Err(self.rejected("Bootstrap", status)),
+        }
+    }
+
+    /// The admin kubeconfig: Talos streams a tar.gz holding one file.
+    pub async fn kubeconfig(&mut self) -> Result<Vec<u8>, TalosError> {
+        let mut stream = self
+            .inner
+            .kubeconfig(self.request(()))
+            .await
+            .map_err(|s| self.rejected("Kubeconfig", s))?
+            .into_inner();
+        let mut archive = Vec::new();
+        while let Some(chunk) = stream
+            .message()
+            .await
+            .map_err(|s| self.rejected("Kubeconfig", s))?
+        {
+            archive.extend_from_slice(&chunk.bytes);
+        }
+        let mut entries = tar::Archive::new(flate2::read::GzDecoder::new(archive.as_slice()));
+        let mut files = entries
+            .entries()
+            .map_err(|e| self.protocol("Kubeconfig", &format!("not a tar.gz: {e}")))?;
+        let mut file = files
+            .next()
+            .ok_or_else(|| self.protocol("Kubeconfig", "empty archive"))?
+            .map_err(|e| self.protocol("Kubeconfig", &e.to_string()))?;
+        let mut kubeconfig = Vec::new();
+        file.read_to_end(&mut kubeconfig)
+            .map_err(|e| self.protocol("Kubeconfig", &e.to_string()))?;
+        Ok(kubeconfig)
+    }
+
+    pub async fn etcd_members(&mut self) -> Result<Vec<EtcdMember>, TalosError> {
+        let response = self
+            .inner
+            .etcd_member_list(self.request(pb::EtcdMemberListRequest { query_local: false }))
+            .await
+            .map_err(|s| self.rejected("EtcdMemberList", s))?
+            .into_inner();
+        Ok(response
+            .messages
+            .into_iter()
+            .flat_map(|m| m.members)
+            .map(|m| EtcdMember {
+                id: m.id,
+                hostname: m.hostname,
+                is_learner: m.is_learner,
+            })
+            .collect())
+    }
+
+    pub async fn services(&mut self) -> Result<Vec<Service>, TalosError> {
+        let response = self
+            .inner
+            .service_list(self.request(()))
+            .await
+            .map_err(|s| self.rejected("ServiceList", s))?
+            .into_inner();
+        Ok(response
+            .messages
+            .into_iter()
+            .flat_map(|m| m.services)
+            .map(|s| Service {
+                healthy: s.health.is_some_and(|h| h.healthy),
+                id: s.id,
+                state: s.state,
+            })
+            .collect())
+    }
+
+    /// Wipes the node back to maintenance mode; `graceful` leaves etcd first.
+    pub async fn reset(&mut self, graceful: bool) -> Result<(), TalosError> {
+        let request = pb::ResetRequest {
+            graceful,
+            reboot: true,
+            mode: pb::reset_request::WipeMode::All as i32,
+        };
+        self.inner
+            .reset(self.request(request))
+            .await
+            .map_err(|s| self.rejected("Reset", s))?;
+        Ok(())
+    }
+
+    pub async fn reboot(&mut self) -> Result<(), TalosError> {
+        self.inner
+            .reboot(self.request(pb::RebootRequest { mode: 0 }))
+            .await
+            .map_err(|s| self.rejected("Reboot", s))?;
+        Ok(())
+    }
+
+    /// Installs `image` (an installer reference) and reboots into it.
+    pub async fn upgrade(&mut self, image: &str) -> Result<(), TalosError> {
+        let request = pb::UpgradeRequest {
+            image: image.to_string(),
+            preserve: true,
+            stage: false,
+            force: false,
+        };
+        self.inner
+            .upgrade(self.request(request))
+            .await
+            .map_err(|s| self.rejected("Upgrade", s))?;
+        Ok(())
+    }
+
+    fn protocol(&self, call: &'static str, reason: &str) -> TalosError {
+        TalosError::Protocol {
+            node: self.node.clone(),
+            call,
+            reason: reason.to_string(),
+        }
+    }
+
+    /// apid reports a proxied node's failure in the answer's metadata.
+    fn check_metadata(
+        &self,
+        call: &'static str,
+        metadata: Option<&pb::Metadata>,
+    ) -> Result<(), TalosError> {
+        match metadata {
+            Some(m) if !m.error.is_empty() => Err(TalosError::Rejected {
+                node: self.node.clone(),
+                call,
+                code: "proxied".into(),
+                message: m.error.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn classify_status(node: &str, call: &'static str, status: Status) -> TalosError {
+    let node = node.to_string();
+    let message = status.message().to_string();
+    match status.code() {
+        // In maintenance mode apid offers only a few calls.
+        Code::Unimplemented if message.contains("maintenance") => TalosError::Maintenance { node },
+        Code::Unavailable | Code::DeadlineExceeded => TalosError::NotReady { node, message },
+        Code::Unauthenticated | Code::PermissionDenied => TalosError::Unauthorized {
+            node,
+            reason: message,
+        },
+        code => TalosError::Rejected {
+            node,
+            call,
+            code: format!("{code:?}"),
+            message,
+        },
+    }
+}
+
+/// Connection failures: the proxy or node unreachable, or a TLS failure
+/// (most often a certificate from another cluster's CA).
+fn classify_dial_error(node: &str, error: &tonic::transport::Error) -> TalosError {
+    let mut reason = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        reason = cause.to_string();
+        source = cause.source();
+    }
+    let node = node.to_string();
+    let tls_problem = [
+        "UnknownIssuer",
+        "BadSignature",
+        "NotValidForName",
+        "invalid peer certificate",
+    ];
+    if tls_problem.iter().any(|p| reason.contains(p)) {
+        TalosError::WrongCa { node, reason }
+    } else if reason.contains("CertificateRequired") || reason.contains("certificate required") {
+        TalosError::Unauthorized { node, reason }
+    } else {
+        TalosError::Unreachable { node, reason }
+    }
+}
