@@ -2,8 +2,11 @@
 //! checks Terraform's P-521 key, and Talos maintenance-mode certificates are
 //! pinned by the SHA-256 of their SubjectPublicKeyInfo.
 
-/// One DER element at the start of `input`: (tag, whole element, contents, rest).
-fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8], &[u8])> {
+/// One DER element at the start of an input: its tag, the whole element,
+/// its contents, and what follows it.
+type Element<'a> = (u8, &'a [u8], &'a [u8], &'a [u8]);
+
+fn element(input: &[u8]) -> Option<Element<'_>> {
     let (&tag, after_tag) = input.split_first()?;
     let (&first, rest) = after_tag.split_first()?;
     let (len, rest) = if first < 0x80 {

@@ -182,7 +182,7 @@ impl TalosClient {
             data: config.to_vec(),
             mode: wire_mode as i32,
             dry_run: false,
-            try_mode_timeout: (mode == ApplyMode::Try).then(|| prost_types::Duration {
+            try_mode_timeout: (mode == ApplyMode::Try).then_some(prost_types::Duration {
                 seconds: 60,
                 nanos: 0,
             }),
