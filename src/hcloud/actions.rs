@@ -1,26 +1,84 @@
-//! Waiting for actions (server creation, power on, snapshots…). Polls are
-//! batched (`GET /actions?id=…&id=…`, 25 at a time) and timed adaptively: the
-//! first poll comes when an action of that kind took last time (or after the
-//! poll interval), later ones follow the action's reported progress, backing
-//! off to a few seconds.
+//! Waiting for actions (server creation, power on, snapshots…).
+//!
+//! All waits of one client share a watcher: a poller that asks for every
+//! pending action at once (`GET /actions?id=…&id=…`, 25 per request), so 30
+//! servers created in parallel cost a handful of polls, not hundreds. Each
+//! action is first polled when an action of its kind is expected to be done
+//! (what this client observed, else Hetzner's typical duration), and then as
+//! its reported progress suggests, between the poll interval and a few seconds.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use reqwest::Method;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
-use tracing::info;
+use tracing::{debug, info};
 
 use super::client::{Client, Retry};
 use super::error::HcloudError;
 use super::models::Action;
 
+/// Hetzner's limit on ids per `GET /actions`.
 const BATCH: usize = 25;
 const MAX_POLL_INTERVAL: Duration = Duration::from_secs(5);
+/// Actions due within this much of each other share a poll.
+const GROUPING: Duration = Duration::from_millis(300);
+/// How often a long wait says it is still waiting.
+const PROGRESS_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// How long actions of a kind typically take on Hetzner, for the first poll
+/// before this client has seen one finish.
+fn typical_duration(command: &str) -> Option<Duration> {
+    let seconds = match command {
+        "create_server" => 12,
+        "start_server" => 5,
+        "stop_server" => 3,
+        "shutdown_server" => 8,
+        "delete_server" => 4,
+        "attach_to_network" | "detach_from_network" => 3,
+        "enable_rescue" | "disable_rescue" => 2,
+        "create_image" => 45,
+        _ => return None,
+    };
+    Some(Duration::from_secs(seconds))
+}
 
 #[derive(serde::Deserialize)]
 struct ActionList {
     actions: Vec<Action>,
+}
+
+type Outcome = Result<Action, HcloudError>;
+
+/// The actions being waited for, shared by every clone of a client.
+#[derive(Default)]
+pub(crate) struct Watcher {
+    state: Mutex<WatchState>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct WatchState {
+    pending: HashMap<i64, Pending>,
+    /// Whether a poller task runs; changed only under the lock, together
+    /// with `pending`, so a new wait never misses a poller that is exiting.
+    poller_running: bool,
+}
+
+struct Pending {
+    command: String,
+    since: Instant,
+    due: Instant,
+    progress: i64,
+    waiters: Vec<oneshot::Sender<Outcome>>,
+}
+
+impl Watcher {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Client {
@@ -32,103 +90,187 @@ impl Client {
         what: &str,
         timeout: Duration,
     ) -> Result<Vec<Action>, HcloudError> {
-        let started = Instant::now();
-        let mut done: BTreeMap<i64, Action> = BTreeMap::new();
-        let mut running: BTreeMap<i64, Action> = BTreeMap::new();
-        for action in actions {
-            finish_or_keep(action, &mut done, &mut running)?;
+        let waits = actions
+            .into_iter()
+            .map(|action| self.wait_for_action(action, what, timeout));
+        futures_util::future::join_all(waits)
+            .await
+            .into_iter()
+            .collect()
+    }
+
+    /// Waits for one action.
+    pub async fn wait_for_action(&self, action: Action, what: &str, timeout: Duration) -> Outcome {
+        if !action.is_running() {
+            return finished(action);
         }
-        let mut attempt = 0u32;
-        let mut next_wait = self.first_wait(running.values());
-        while !running.is_empty() {
-            if started.elapsed() + next_wait > timeout {
-                return Err(HcloudError::Timeout {
-                    what: format!(
-                        "{what} (actions {:?} still running)",
-                        running.keys().collect::<Vec<_>>()
-                    ),
-                    waited: started.elapsed(),
-                });
-            }
-            self.sleep(next_wait, what).await?;
-            attempt += 1;
-            let ids: Vec<i64> = running.keys().copied().collect();
-            for chunk in ids.chunks(BATCH) {
-                let query: Vec<(&str, String)> =
-                    chunk.iter().map(|id| ("id", id.to_string())).collect();
-                let list: ActionList = self
-                    .call(Method::GET, "actions", &query, None, Retry::Transient)
-                    .await?;
-                for action in list.actions {
-                    if running.remove(&action.id).is_some() {
-                        if !action.is_running() {
-                            self.record_duration(&action.command, started.elapsed());
-                        }
-                        finish_or_keep(action, &mut done, &mut running)?;
+        let started = Instant::now();
+        let (sender, mut receiver) = oneshot::channel();
+        let start_poller = {
+            let mut state = self.watcher().lock();
+            let first_wait = self
+                .estimated_duration(&action.command)
+                .or_else(|| typical_duration(&action.command))
+                .unwrap_or_default()
+                .max(self.poll_interval());
+            state
+                .pending
+                .entry(action.id)
+                .or_insert_with(|| Pending {
+                    command: action.command.clone(),
+                    since: started,
+                    due: started + first_wait,
+                    progress: action.progress,
+                    waiters: Vec::new(),
+                })
+                .waiters
+                .push(sender);
+            !std::mem::replace(&mut state.poller_running, true)
+        };
+        self.watcher().changed.notify_one();
+        if start_poller {
+            let client = self.clone();
+            tokio::spawn(async move { client.poll_until_idle().await });
+        }
+        let deadline = started + timeout;
+        loop {
+            let log_at = Instant::now() + PROGRESS_LOG_EVERY;
+            tokio::select! {
+                outcome = &mut receiver => {
+                    return outcome.unwrap_or_else(|_| Err(HcloudError::Cancelled { what: what.to_string() }));
+                }
+                () = tokio::time::sleep_until(deadline.min(log_at)) => {
+                    if Instant::now() >= deadline {
+                        return Err(HcloudError::Timeout {
+                            what: format!("{what} (action {} #{} still running)", action.command, action.id),
+                            waited: started.elapsed(),
+                        });
                     }
+                    let progress = self.watcher().lock().pending.get(&action.id).map_or(0, |p| p.progress);
+                    info!(
+                        "{what}: still waiting for {} ({} elapsed, {progress}% done)",
+                        action.command,
+                        crate::duration::format(started.elapsed())
+                    );
+                }
+                () = self.cancel_token().cancelled() => {
+                    return Err(HcloudError::Cancelled { what: what.to_string() });
                 }
             }
-            if !running.is_empty() {
-                let progress = running.values().map(|a| a.progress).min().unwrap_or(0);
-                info!(
-                    "{what}: waiting for {} action(s), attempt {attempt}, {} elapsed, {progress}% done",
-                    running.len(),
-                    crate::duration::format(started.elapsed())
-                );
-                next_wait = self.next_wait(next_wait, started.elapsed(), progress);
+        }
+    }
+
+    /// Polls while anyone waits, then exits.
+    async fn poll_until_idle(&self) {
+        loop {
+            let next_due = {
+                let mut state = self.watcher().lock();
+                // Waiters that gave up (timeout, Ctrl-C) no longer count.
+                state.pending.retain(|_, p| {
+                    p.waiters.retain(|w| !w.is_closed());
+                    !p.waiters.is_empty()
+                });
+                match state.pending.values().map(|p| p.due).min() {
+                    Some(due) => due,
+                    None => {
+                        state.poller_running = false;
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep_until(next_due) => {}
+                () = self.watcher().changed.notified() => continue,
+            }
+            let due_ids: Vec<i64> = {
+                let state = self.watcher().lock();
+                let horizon = Instant::now() + GROUPING;
+                state
+                    .pending
+                    .iter()
+                    .filter(|(_, p)| p.due <= horizon)
+                    .map(|(id, _)| *id)
+                    .collect()
+            };
+            for chunk in due_ids.chunks(BATCH) {
+                let query: Vec<(&str, String)> =
+                    chunk.iter().map(|id| ("id", id.to_string())).collect();
+                let polled = self
+                    .call::<ActionList>(Method::GET, "actions", &query, None, Retry::Transient)
+                    .await;
+                self.deliver(chunk, polled);
             }
         }
-        Ok(done.into_values().collect())
     }
 
-    /// Until the first poll: as long as this kind of action took before.
-    fn first_wait<'a>(&self, running: impl Iterator<Item = &'a Action>) -> Duration {
-        running
-            .filter_map(|a| self.estimated_duration(&a.command))
-            .max()
-            .unwrap_or(self.poll_interval())
-            .max(self.poll_interval())
+    /// Hands finished actions to their waiters and schedules the next poll
+    /// of the others.
+    fn deliver(&self, ids: &[i64], polled: Result<ActionList, HcloudError>) {
+        let mut state = self.watcher().lock();
+        let pending = &mut state.pending;
+        let actions = match polled {
+            Ok(list) => list.actions,
+            Err(error) => {
+                debug!("polling actions failed: {error}");
+                for id in ids {
+                    if let Some(p) = pending.remove(id) {
+                        for waiter in p.waiters {
+                            let _ = waiter.send(Err(error.clone()));
+                        }
+                    }
+                }
+                return;
+            }
+        };
+        let now = Instant::now();
+        for action in actions {
+            let Some(entry) = pending.get_mut(&action.id) else {
+                continue;
+            };
+            if action.is_running() {
+                entry.progress = action.progress;
+                entry.due = now + self.next_wait(now - entry.since, action.progress);
+                continue;
+            }
+            if let Some(p) = pending.remove(&action.id) {
+                self.record_duration(&p.command, now - p.since);
+                for waiter in p.waiters {
+                    let _ = waiter.send(finished(action.clone()));
+                }
+            }
+        }
     }
 
-    /// After a poll: the time the reported progress suggests is left, kept
-    /// between the poll interval and a few seconds.
-    fn next_wait(&self, previous: Duration, elapsed: Duration, progress: i64) -> Duration {
-        let by_progress = (progress > 0 && progress < 100)
-            .then(|| elapsed.mul_f64((100 - progress) as f64 / progress as f64));
-        let backed_off = previous.mul_f64(1.5);
-        by_progress.unwrap_or(backed_off).clamp(
+    /// The time the reported progress suggests is left, kept between the
+    /// poll interval and a few seconds.
+    fn next_wait(&self, elapsed: Duration, progress: i64) -> Duration {
+        let by_progress = if progress > 0 && progress < 100 {
+            elapsed.mul_f64((100 - progress) as f64 / progress as f64)
+        } else {
+            elapsed / 2
+        };
+        by_progress.clamp(
             self.poll_interval(),
             MAX_POLL_INTERVAL.max(self.poll_interval()),
         )
     }
 }
 
-fn finish_or_keep(
-    action: Action,
-    done: &mut BTreeMap<i64, Action>,
-    running: &mut BTreeMap<i64, Action>,
-) -> Result<(), HcloudError> {
-    match action.status.as_str() {
-        "running" => {
-            running.insert(action.id, action);
-        }
-        "error" => {
-            let error = action.error.clone().unwrap_or_default();
-            return Err(HcloudError::ActionFailed {
-                id: action.id,
-                command: action.command,
-                code: error.code,
-                message: error.message,
-                resources: action
-                    .resources
-                    .iter()
-                    .map(|r| format!("{} {}", r.kind, r.id))
-                    .collect(),
-            });
-        }
-        _ => {
-            done.insert(action.id, action);
-        }
+/// A finished action as an outcome: success, or its error.
+fn finished(action: Action) -> Outcome {
+    if action.status != "error" {
+        return Ok(action);
     }
-    Ok(())
+    let error = action.error.clone().unwrap_or_default();
+    Err(HcloudError::ActionFailed {
+        id: action.id,
+        command: action.command,
+        code: error.code,
+        message: error.message,
+        resources: action
+            .resources
+            .iter()
+            .map(|r| format!("{} {}", r.kind, r.id))
+            .collect(),
+    })
 }

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 use url::Url;
 
+use super::actions::Watcher;
 use super::error::{ApiError, HcloudError};
 use super::models::Pagination;
 use super::ratelimit::RateBudget;
@@ -51,6 +52,7 @@ struct Inner {
     pub(super) poll_interval: Duration,
     /// Observed duration per action command, for the first poll of the next one.
     pub(super) action_durations: Mutex<HashMap<String, Duration>>,
+    watcher: Watcher,
 }
 
 /// How a request may be retried.
@@ -93,6 +95,7 @@ impl Client {
                 budget: RateBudget::default(),
                 poll_interval: config.poll_interval,
                 action_durations: Mutex::new(HashMap::new()),
+                watcher: Watcher::default(),
             }),
             cancel: CancellationToken::new(),
         })
@@ -104,6 +107,14 @@ impl Client {
             inner: self.inner.clone(),
             cancel,
         }
+    }
+
+    pub(crate) fn watcher(&self) -> &Watcher {
+        &self.inner.watcher
+    }
+
+    pub(crate) fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
     }
 
     pub(crate) fn poll_interval(&self) -> Duration {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::tf::Diagnostic;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum HcloudError {
     /// The API answered with its error envelope.
     #[error("Hetzner Cloud API error {} (HTTP {}): {}", .0.code, .0.status, .0.message)]
