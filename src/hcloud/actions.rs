@@ -16,7 +16,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tracing::{debug, info};
 
-use super::client::{Client, Retry};
+use super::client::{Client, FirstPoll, Retry};
 use super::error::HcloudError;
 use super::models::Action;
 
@@ -110,7 +110,10 @@ impl Client {
             let mut state = self.watcher().lock();
             let first_wait = self
                 .estimated_duration(&action.command)
-                .or_else(|| typical_duration(&action.command))
+                .or_else(|| match self.first_poll() {
+                    FirstPoll::AfterTypicalDuration => typical_duration(&action.command),
+                    FirstPoll::AfterPollInterval => None,
+                })
                 .unwrap_or_default()
                 .max(self.poll_interval());
             state

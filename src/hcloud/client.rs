@@ -25,6 +25,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_ATTEMPTS: u32 = 8;
 /// Attempts when a resource is `locked` by a running action.
 const MAX_LOCKED_ATTEMPTS: u32 = 20;
+/// Attempts when the network has no subnet for the IP yet (one being added).
+const MAX_NO_SUBNET_ATTEMPTS: u32 = 5;
 const BACKOFF_BASE: Duration = Duration::from_millis(250);
 const BACKOFF_CAP: Duration = Duration::from_secs(8);
 
@@ -34,6 +36,20 @@ pub struct ClientConfig {
     pub token: Secret,
     /// First polling interval for actions; waits back off from there.
     pub poll_interval: Duration,
+    /// When to poll an action of a kind this client has not seen finish yet.
+    pub first_poll: FirstPoll,
+}
+
+/// When the first poll of a new kind of action happens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FirstPoll {
+    /// After the time Hetzner typically takes (one poll per action in the
+    /// usual case, which keeps request counts low).
+    #[default]
+    AfterTypicalDuration,
+    /// After the poll interval: for endpoints much faster than Hetzner,
+    /// such as hct-sim with short durations in tests.
+    AfterPollInterval,
 }
 
 /// A Hetzner Cloud API client. Cheap to clone: clones share the connection
@@ -50,6 +66,7 @@ struct Inner {
     token: Secret,
     budget: RateBudget,
     pub(super) poll_interval: Duration,
+    first_poll: FirstPoll,
     /// Observed duration per action command, for the first poll of the next one.
     pub(super) action_durations: Mutex<HashMap<String, Duration>>,
     watcher: Watcher,
@@ -94,6 +111,7 @@ impl Client {
                 token: config.token,
                 budget: RateBudget::default(),
                 poll_interval: config.poll_interval,
+                first_poll: config.first_poll,
                 action_durations: Mutex::new(HashMap::new()),
                 watcher: Watcher::default(),
             }),
@@ -115,6 +133,10 @@ impl Client {
 
     pub(crate) fn cancel_token(&self) -> &CancellationToken {
         &self.cancel
+    }
+
+    pub(crate) fn first_poll(&self) -> FirstPoll {
+        self.inner.first_poll
     }
 
     pub(crate) fn poll_interval(&self) -> Duration {
@@ -334,11 +356,13 @@ impl Client {
                     Some(backoff())
                 }
                 "no_subnet_available"
-                    if retry == Retry::AlsoLockedAndSubnet && attempt < MAX_LOCKED_ATTEMPTS =>
+                    if retry == Retry::AlsoLockedAndSubnet && attempt < MAX_NO_SUBNET_ATTEMPTS =>
                 {
                     Some(backoff())
                 }
-                _ if matches!(error.status, 502..=504) && attempt < MAX_ATTEMPTS => Some(backoff()),
+                _ if matches!(error.status, 500 | 502..=504) && attempt < MAX_ATTEMPTS => {
+                    Some(backoff())
+                }
                 _ => None,
             },
             _ => None,

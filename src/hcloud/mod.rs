@@ -18,7 +18,7 @@ mod placement_groups;
 mod servers;
 mod ssh_keys;
 
-pub use client::{Client, ClientConfig};
+pub use client::{Client, ClientConfig, FirstPoll};
 pub use error::{ApiError, HcloudError};
 pub use labels::LabelSelector;
 pub use servers::{CreatedServer, PrivateServer};

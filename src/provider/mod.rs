@@ -215,6 +215,7 @@ impl Provider {
                     endpoint: config.hcloud_endpoint.clone(),
                     token,
                     poll_interval: config.poll_interval,
+                    first_poll: Default::default(),
                 })
                 .map_err(|e| e.to_diagnostic("setting up the API client"))?,
             ),
