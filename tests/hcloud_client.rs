@@ -35,7 +35,7 @@ fn seeded_network(sim: &SimHandle) -> i64 {
         w.networks
             .values()
             .find(|n| n.name == "the private network")
-            .map(|n| n.id as i64)
+            .map(|n| n.id)
             .unwrap()
     })
 }
