@@ -36,21 +36,43 @@ pub struct ActionError {
 pub enum Completion {
     Nothing,
     /// `create_server`: the server leaves `initializing`.
-    ServerCreated { server: Id, starts: bool },
+    ServerCreated {
+        server: Id,
+        starts: bool,
+    },
     /// `start_server`, `reset_server`, `reboot_server`: the server is up.
-    ServerBooted { server: Id },
+    ServerBooted {
+        server: Id,
+    },
     /// `stop_server`, `shutdown_server`: the server is off.
-    ServerStopped { server: Id, was: ServerStatus },
-    ServerDeleted { server: Id },
+    ServerStopped {
+        server: Id,
+        was: ServerStatus,
+    },
+    ServerDeleted {
+        server: Id,
+    },
     ServerTypeChanged {
         server: Id,
         server_type: String,
         disk: u32,
     },
-    ImageCreated { image: Id },
-    SubnetReady { network: Id, ip_range: ipnet::Ipv4Net },
-    RouteAdded { network: Id, destination: ipnet::Ipv4Net },
-    Attached { server: Id, network: Id, ip: Ipv4Addr },
+    ImageCreated {
+        image: Id,
+    },
+    SubnetReady {
+        network: Id,
+        ip_range: ipnet::Ipv4Net,
+    },
+    RouteAdded {
+        network: Id,
+        destination: ipnet::Ipv4Net,
+    },
+    Attached {
+        server: Id,
+        network: Id,
+        ip: Ipv4Addr,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -248,8 +270,9 @@ impl World {
                 if let Some(s) = self.servers.get_mut(&server) {
                     s.server_type = server_type;
                     s.primary_disk_size = disk;
-                    s.status = ServerStatus::Off;
                 }
+                // The type change copies the disk and starts the server again.
+                self.boot_server(server, at);
             }
             Completion::ImageCreated { image } => {
                 if let Some(i) = self.images.get_mut(&image) {

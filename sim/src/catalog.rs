@@ -234,9 +234,27 @@ impl ServerType {
 macro_rules! eu_offers {
     ($hourly:expr, $monthly:expr) => {
         &[
-            Offer { location: "fsn1", hourly: $hourly, monthly: $monthly, included_tb: 20.0, per_tb: 1.0 },
-            Offer { location: "nbg1", hourly: $hourly, monthly: $monthly, included_tb: 20.0, per_tb: 1.0 },
-            Offer { location: "hel1", hourly: $hourly, monthly: $monthly, included_tb: 20.0, per_tb: 1.0 },
+            Offer {
+                location: "fsn1",
+                hourly: $hourly,
+                monthly: $monthly,
+                included_tb: 20.0,
+                per_tb: 1.0,
+            },
+            Offer {
+                location: "nbg1",
+                hourly: $hourly,
+                monthly: $monthly,
+                included_tb: 20.0,
+                per_tb: 1.0,
+            },
+            Offer {
+                location: "hel1",
+                hourly: $hourly,
+                monthly: $monthly,
+                included_tb: 20.0,
+                per_tb: 1.0,
+            },
         ]
     };
 }
@@ -244,12 +262,48 @@ macro_rules! eu_offers {
 macro_rules! world_offers {
     ($hourly:expr, $monthly:expr, $us_monthly:expr, $sg_monthly:expr) => {
         &[
-            Offer { location: "fsn1", hourly: $hourly, monthly: $monthly, included_tb: 20.0, per_tb: 1.0 },
-            Offer { location: "nbg1", hourly: $hourly, monthly: $monthly, included_tb: 20.0, per_tb: 1.0 },
-            Offer { location: "hel1", hourly: $hourly, monthly: $monthly, included_tb: 20.0, per_tb: 1.0 },
-            Offer { location: "ash", hourly: $us_monthly / 624.0, monthly: $us_monthly, included_tb: 1.0, per_tb: 1.0 },
-            Offer { location: "hil", hourly: $us_monthly / 624.0, monthly: $us_monthly, included_tb: 1.0, per_tb: 1.0 },
-            Offer { location: "sin", hourly: $sg_monthly / 624.0, monthly: $sg_monthly, included_tb: 0.5, per_tb: 7.4 },
+            Offer {
+                location: "fsn1",
+                hourly: $hourly,
+                monthly: $monthly,
+                included_tb: 20.0,
+                per_tb: 1.0,
+            },
+            Offer {
+                location: "nbg1",
+                hourly: $hourly,
+                monthly: $monthly,
+                included_tb: 20.0,
+                per_tb: 1.0,
+            },
+            Offer {
+                location: "hel1",
+                hourly: $hourly,
+                monthly: $monthly,
+                included_tb: 20.0,
+                per_tb: 1.0,
+            },
+            Offer {
+                location: "ash",
+                hourly: $us_monthly / 624.0,
+                monthly: $us_monthly,
+                included_tb: 1.0,
+                per_tb: 1.0,
+            },
+            Offer {
+                location: "hil",
+                hourly: $us_monthly / 624.0,
+                monthly: $us_monthly,
+                included_tb: 1.0,
+                per_tb: 1.0,
+            },
+            Offer {
+                location: "sin",
+                hourly: $sg_monthly / 624.0,
+                monthly: $sg_monthly,
+                included_tb: 0.5,
+                per_tb: 7.4,
+            },
         ]
     };
 }
@@ -392,7 +446,10 @@ mod tests {
     fn finds_by_id_or_name() {
         assert_eq!(location("fsn1").map(|l| l.id), Some(1));
         assert_eq!(location("6").map(|l| l.name), Some("sin"));
-        assert_eq!(server_type("cax11").map(|t| t.architecture), Some(Architecture::Arm));
+        assert_eq!(
+            server_type("cax11").map(|t| t.architecture),
+            Some(Architecture::Arm)
+        );
         assert_eq!(server_type("115").map(|t| t.name), Some("cx33"));
         assert!(server_type("cx11").is_none());
     }

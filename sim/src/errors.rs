@@ -32,6 +32,8 @@ pub enum ApiError {
     Json(String),
     #[error("unable to authenticate")]
     Unauthorized,
+    #[error("the requested resource was not found")]
+    UnknownRoute,
     #[error("{kind} with ID {id} not found")]
     NotFound { kind: &'static str, id: String },
     #[error("{0}")]
@@ -100,7 +102,7 @@ impl ApiError {
             }
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) | Self::ResourceLimit(_) => StatusCode::FORBIDDEN,
-            Self::NotFound { .. } => StatusCode::NOT_FOUND,
+            Self::NotFound { .. } | Self::UnknownRoute => StatusCode::NOT_FOUND,
             Self::Uniqueness { .. } | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Locked { .. } | Self::Protected { .. } => StatusCode::LOCKED,
             Self::ResourceInUse(_)
@@ -121,7 +123,7 @@ impl ApiError {
             Self::InvalidInput(_) | Self::InvalidInputMessage(_) => "invalid_input",
             Self::Json(_) => "json_error",
             Self::Unauthorized => "unauthorized",
-            Self::NotFound { .. } => "not_found",
+            Self::NotFound { .. } | Self::UnknownRoute => "not_found",
             Self::Forbidden(_) => "forbidden",
             Self::Locked { .. } => "locked",
             Self::Protected { .. } => "protected",
@@ -162,7 +164,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status(), axum::Json(self.envelope())).into_response()
+        crate::api::json_response(self.status(), &self.envelope())
     }
 }
 
@@ -178,6 +180,10 @@ impl FieldErrors {
             Some(field) => field.messages.push(message),
             None => self.0.push(FieldError::new(name, message)),
         }
+    }
+
+    pub fn into_fields(self) -> Vec<FieldError> {
+        self.0
     }
 
     pub fn is_empty(&self) -> bool {
@@ -218,7 +224,11 @@ mod tests {
         let cases = [
             (ApiError::Locked { kind: "server" }, 423, "locked"),
             (ApiError::not_found("server", 7), 404, "not_found"),
-            (ApiError::Uniqueness { field: "name" }, 409, "uniqueness_error"),
+            (
+                ApiError::Uniqueness { field: "name" },
+                409,
+                "uniqueness_error",
+            ),
             (ApiError::Unauthorized, 401, "unauthorized"),
             (ApiError::Json("eof".into()), 400, "json_error"),
             (ApiError::RateLimited, 429, "rate_limit_exceeded"),

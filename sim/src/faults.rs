@@ -129,7 +129,11 @@ fn code_for_status(status: u16) -> &'static str {
 impl Respond {
     pub fn to_error(&self) -> ApiError {
         let (status, code, message) = match self {
-            Self::Named(named) => (named.status(), code_for_status(named.status()).to_string(), None),
+            Self::Named(named) => (
+                named.status(),
+                code_for_status(named.status()).to_string(),
+                None,
+            ),
             Self::Status(status) => (*status, code_for_status(*status).to_string(), None),
             Self::Custom {
                 status,
@@ -282,17 +286,23 @@ mod tests {
             FaultSpec::parse(r#"{"action": "create_image", "count": 1}"#).unwrap(),
             FaultSpec::Action(ActionFailure { count: Some(1), .. })
         ));
-        let r = route(r#"{"route": "POST /servers", "respond": "unavailable", "probability": 0.5}"#);
+        let r =
+            route(r#"{"route": "POST /servers", "respond": "unavailable", "probability": 0.5}"#);
         assert_eq!(r.respond, Some(Respond::Named(NamedFailure::Unavailable)));
         let r = route(r#"{"route": "GET *", "respond": {"status": 500, "code": "boom"}}"#);
-        assert!(matches!(r.respond, Some(Respond::Custom { status: 500, .. })));
+        assert!(matches!(
+            r.respond,
+            Some(Respond::Custom { status: 500, .. })
+        ));
         assert!(FaultSpec::parse(r#"{"rout": "x"}"#).is_err());
     }
 
     #[test]
     fn forced_failures_are_counted() {
         let mut faults = RouteFaults::new(
-            vec![route(r#"{"route": "POST /servers", "respond": 429, "count": 2}"#)],
+            vec![route(
+                r#"{"route": "POST /servers", "respond": 429, "count": 2}"#,
+            )],
             Some(1),
         );
         assert!(faults.check("GET /servers").failure.is_none());
@@ -307,7 +317,9 @@ mod tests {
     #[test]
     fn probability_gates_failures() {
         let mut faults = RouteFaults::new(
-            vec![route(r#"{"route": "*", "respond": 503, "probability": 0.3}"#)],
+            vec![route(
+                r#"{"route": "*", "respond": 503, "probability": 0.3}"#,
+            )],
             Some(42),
         );
         let failed = (0..1000)
@@ -330,7 +342,10 @@ mod tests {
         assert!(get.failure.is_none());
         let post = faults.check("POST /servers/{id}/actions/poweron");
         assert_eq!(post.latency, Duration::from_millis(50));
-        assert_eq!(post.failure.map(|f| f.code().to_string()), Some("locked".into()));
+        assert_eq!(
+            post.failure.map(|f| f.code().to_string()),
+            Some("locked".into())
+        );
     }
 
     #[test]

@@ -88,6 +88,16 @@ pub trait Sortable {
     fn sort_key(&self, field: &str) -> SortKey;
 }
 
+impl<T: Sortable> Sortable for &T {
+    fn id(&self) -> i64 {
+        (*self).id()
+    }
+
+    fn sort_key(&self, field: &str) -> SortKey {
+        (*self).sort_key(field)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SortOrder(Vec<(String, bool)>);
 
@@ -105,7 +115,10 @@ impl SortOrder {
             if !allowed.contains(&field) {
                 return Err(ApiError::field(
                     "sort",
-                    format!("cannot sort by '{field}', use one of {}", allowed.join(", ")),
+                    format!(
+                        "cannot sort by '{field}', use one of {}",
+                        allowed.join(", ")
+                    ),
                 ));
             }
             order.push((field.to_string(), descending));
@@ -153,7 +166,10 @@ mod tests {
                 total_entries: 7,
             }
         );
-        let (page, meta) = paginate(items.clone(), PageRequest::parse(Some("3"), Some("3")).unwrap());
+        let (page, meta) = paginate(
+            items.clone(),
+            PageRequest::parse(Some("3"), Some("3")).unwrap(),
+        );
         assert_eq!(page, vec![7]);
         assert_eq!(meta.next_page, None);
         let (page, meta) = paginate(items, PageRequest::parse(Some("9"), Some("3")).unwrap());

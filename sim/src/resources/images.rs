@@ -84,8 +84,8 @@ impl Image {
             "status": self.status.as_str(),
             "name": self.name,
             "description": self.description,
-            "image_size": self.image_size,
-            "disk_size": self.disk_size,
+            "image_size": self.image_size.map(gigabytes),
+            "disk_size": gigabytes(self.disk_size),
             "created": self.created.rfc3339(),
             "created_from": self.created_from,
             "bound_to": null,
@@ -102,6 +102,15 @@ impl Image {
     }
 }
 
+/// Sizes in GB as the API writes them: whole numbers without a fraction.
+fn gigabytes(size: f64) -> Value {
+    if size.fract() == 0.0 && size.abs() < 1e15 {
+        json!(size as i64)
+    } else {
+        json!(size)
+    }
+}
+
 impl Sortable for Image {
     fn id(&self) -> i64 {
         self.id
@@ -109,10 +118,7 @@ impl Sortable for Image {
 
     fn sort_key(&self, field: &str) -> SortKey {
         match field {
-            "name" => self
-                .name
-                .clone()
-                .map_or(SortKey::Missing, SortKey::Text),
+            "name" => self.name.clone().map_or(SortKey::Missing, SortKey::Text),
             "created" => SortKey::Int(self.created.millis() as i64),
             _ => SortKey::Int(self.id),
         }
@@ -138,7 +144,9 @@ impl World {
                 .values()
                 .filter(|i| i.name.as_deref() == Some(id_or_name))
                 .find(|i| i.architecture == architecture)
-                .ok_or_else(|| ApiError::field("image", format!("image '{id_or_name}' not found")))?,
+                .ok_or_else(|| {
+                    ApiError::field("image", format!("image '{id_or_name}' not found"))
+                })?,
         };
         if image.architecture != architecture {
             return Err(ApiError::field(
@@ -169,7 +177,9 @@ impl World {
     ) -> Result<(), ApiError> {
         let image = self.image(id)?;
         if image.kind == ImageType::System {
-            return Err(ApiError::Forbidden("system images cannot be changed".into()));
+            return Err(ApiError::Forbidden(
+                "system images cannot be changed".into(),
+            ));
         }
         if let Some(kind) = kind
             && kind != "snapshot"

@@ -124,7 +124,11 @@ impl World {
         self.ssh_key(id)?;
         if let Some(name) = &name {
             check_name(name)?;
-            if self.ssh_keys.values().any(|k| k.id != id && &k.name == name) {
+            if self
+                .ssh_keys
+                .values()
+                .any(|k| k.id != id && &k.name == name)
+            {
                 return Err(ApiError::Uniqueness { field: "name" });
             }
         }

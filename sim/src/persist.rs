@@ -1,0 +1,86 @@
+//! `--state FILE`: the world is loaded at start, saved shortly after it
+//! changes and once more at shutdown. Writes go to a temporary file that
+//! replaces the old one, so a crash never leaves half a state behind.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tracing::warn;
+
+use crate::app::AppState;
+use crate::state::World;
+
+const SAVE_EVERY: Duration = Duration::from_millis(500);
+
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a saved hct-sim state: {source}")]
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The saved world, or None when the file does not exist yet.
+pub fn load(path: &Path) -> Result<Option<World>, PersistError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(PersistError::Read {
+                path: path.display().to_string(),
+                source,
+            });
+        }
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|source| PersistError::Parse {
+            path: path.display().to_string(),
+            source,
+        })
+}
+
+pub fn save(sim: &AppState, path: &Path) -> Result<(), PersistError> {
+    let text = {
+        let world = sim.world();
+        serde_json::to_string_pretty(&*world).unwrap_or_default()
+    };
+    let write = |source| PersistError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(write)?;
+    std::fs::rename(&tmp, path).map_err(write)
+}
+
+/// Saves whenever the world changed, until told to stop (the final save
+/// is the shutdown's).
+pub async fn keep_saved(sim: AppState, path: std::path::PathBuf, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(SAVE_EVERY) => {}
+            _ = stop.changed() => break,
+        }
+        // Looking at the world finishes due actions, which may change it.
+        drop(sim.world());
+        if sim.dirty.swap(false, Ordering::AcqRel)
+            && let Err(e) = save(&sim, &path)
+        {
+            warn!("{e}");
+        }
+    }
+}

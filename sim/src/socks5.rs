@@ -1,0 +1,182 @@
+//! A SOCKS5 proxy (RFC 1928: no authentication, CONNECT only) into the
+//! emulated private networks. `<private-ip>:<port>` of a running server
+//! leads to the loopback service registered for that server and port;
+//! anything else gets the failure a real network would give. The proxy
+//! never connects anywhere but 127.0.0.0/8.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tracing::debug;
+
+use crate::app::{AppState, lock};
+use crate::resources::servers::ServerStatus;
+
+const VERSION: u8 = 5;
+const NO_AUTH: u8 = 0x00;
+const NO_ACCEPTABLE_METHOD: u8 = 0xff;
+const CONNECT: u8 = 0x01;
+const ATYP_IPV4: u8 = 0x01;
+const ATYP_DOMAIN: u8 = 0x03;
+const ATYP_IPV6: u8 = 0x04;
+
+/// Reply codes of RFC 1928 section 6.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Reply {
+    Succeeded = 0x00,
+    GeneralFailure = 0x01,
+    NotAllowed = 0x02,
+    HostUnreachable = 0x04,
+    ConnectionRefused = 0x05,
+    CommandNotSupported = 0x07,
+    AddressTypeNotSupported = 0x08,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Socks5Error {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("client spoke SOCKS version {0}")]
+    Version(u8),
+    #[error("client offers no method without authentication")]
+    NoAcceptableMethod,
+    #[error("refused with reply {0:?}")]
+    Refused(Reply),
+}
+
+/// Whether `addr` is one the proxy may connect to.
+pub fn is_allowed_target(addr: SocketAddr) -> bool {
+    matches!(addr, SocketAddr::V4(v4) if v4.ip().is_loopback())
+}
+
+pub async fn serve(listener: TcpListener, sim: AppState, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let sim = sim.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = handle(stream, &sim).await {
+                            debug!(%peer, "socks5: {e}");
+                        }
+                    });
+                }
+                Err(e) => debug!("socks5 accept: {e}"),
+            },
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Where a private address leads, or the reply that explains why nowhere.
+pub fn resolve(sim: &AppState, ip: Ipv4Addr, port: u16) -> Result<SocketAddr, Reply> {
+    let server = {
+        let world = sim.world();
+        let found = world.servers.values().find(|s| {
+            s.private_net
+                .iter()
+                .any(|p| p.ip == ip || p.alias_ips.contains(&ip))
+        });
+        match found {
+            Some(s) if s.status == ServerStatus::Running => s.id,
+            _ => return Err(Reply::HostUnreachable),
+        }
+    };
+    let target = lock(&sim.endpoints)
+        .get(&(server, port))
+        .copied()
+        .ok_or(Reply::ConnectionRefused)?;
+    if !is_allowed_target(target) {
+        return Err(Reply::NotAllowed);
+    }
+    Ok(target)
+}
+
+async fn reply(stream: &mut TcpStream, code: Reply, bound: SocketAddr) -> std::io::Result<()> {
+    let (ip, port) = match bound {
+        SocketAddr::V4(v4) => (v4.ip().octets(), v4.port()),
+        SocketAddr::V6(_) => ([0; 4], 0),
+    };
+    let mut message = vec![VERSION, code as u8, 0x00, ATYP_IPV4];
+    message.extend_from_slice(&ip);
+    message.extend_from_slice(&port.to_be_bytes());
+    stream.write_all(&message).await
+}
+
+async fn refuse(stream: &mut TcpStream, code: Reply) -> Result<(), Socks5Error> {
+    reply(stream, code, SocketAddr::from(([0, 0, 0, 0], 0))).await?;
+    Err(Socks5Error::Refused(code))
+}
+
+async fn handle(mut client: TcpStream, sim: &AppState) -> Result<(), Socks5Error> {
+    // Greeting: VER NMETHODS METHODS…
+    let mut head = [0u8; 2];
+    client.read_exact(&mut head).await?;
+    if head[0] != VERSION {
+        return Err(Socks5Error::Version(head[0]));
+    }
+    let mut methods = vec![0u8; usize::from(head[1])];
+    client.read_exact(&mut methods).await?;
+    if !methods.contains(&NO_AUTH) {
+        client.write_all(&[VERSION, NO_ACCEPTABLE_METHOD]).await?;
+        return Err(Socks5Error::NoAcceptableMethod);
+    }
+    client.write_all(&[VERSION, NO_AUTH]).await?;
+
+    // Request: VER CMD RSV ATYP DST.ADDR DST.PORT
+    let mut request = [0u8; 4];
+    client.read_exact(&mut request).await?;
+    if request[0] != VERSION {
+        return Err(Socks5Error::Version(request[0]));
+    }
+    let ip = match request[3] {
+        ATYP_IPV4 => {
+            let mut octets = [0u8; 4];
+            client.read_exact(&mut octets).await?;
+            Some(Ipv4Addr::from(octets))
+        }
+        ATYP_DOMAIN => {
+            let mut len = [0u8; 1];
+            client.read_exact(&mut len).await?;
+            let mut name = vec![0u8; usize::from(len[0])];
+            client.read_exact(&mut name).await?;
+            // Private networks have no DNS; only literal addresses resolve.
+            String::from_utf8_lossy(&name).parse::<Ipv4Addr>().ok()
+        }
+        ATYP_IPV6 => {
+            let mut skip = [0u8; 16];
+            client.read_exact(&mut skip).await?;
+            let mut port = [0u8; 2];
+            client.read_exact(&mut port).await?;
+            return refuse(&mut client, Reply::AddressTypeNotSupported).await;
+        }
+        _ => return refuse(&mut client, Reply::AddressTypeNotSupported).await,
+    };
+    let mut port = [0u8; 2];
+    client.read_exact(&mut port).await?;
+    let port = u16::from_be_bytes(port);
+    if request[1] != CONNECT {
+        return refuse(&mut client, Reply::CommandNotSupported).await;
+    }
+    let Some(ip) = ip else {
+        return refuse(&mut client, Reply::HostUnreachable).await;
+    };
+    let target = match resolve(sim, ip, port) {
+        Ok(target) => target,
+        Err(code) => return refuse(&mut client, code).await,
+    };
+    let connected = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(target)).await;
+    let mut upstream = match connected {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(_)) => return refuse(&mut client, Reply::ConnectionRefused).await,
+        Err(_) => return refuse(&mut client, Reply::GeneralFailure).await,
+    };
+    let bound = client.local_addr()?;
+    reply(&mut client, Reply::Succeeded, bound).await?;
+    tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
+    Ok(())
+}
