@@ -20,4 +20,6 @@ pub mod network_plan;
 pub mod protocol;
 pub mod provider;
 pub mod talos_api;
+pub mod talos_image;
+pub mod talos_release;
 pub mod tf;

@@ -1,3 +1,4 @@
 //! Terraform data sources, one module each.
 
 pub mod network_plan;
+pub mod talos_image;

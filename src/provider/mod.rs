@@ -171,10 +171,14 @@ impl Provider {
 
     /// hct as shipped.
     pub fn hct() -> Self {
+        use crate::data_sources::{
+            network_plan::NetworkPlanDataSource, talos_image::TalosImageDataSource,
+        };
         Self::new(
-            vec![Arc::new(
-                crate::data_sources::network_plan::NetworkPlanDataSource,
-            )],
+            vec![
+                Arc::new(NetworkPlanDataSource),
+                Arc::new(TalosImageDataSource),
+            ],
             vec![],
         )
     }
