@@ -355,3 +355,105 @@ async fn lists_follow_pagination() {
     );
     sim.shutdown().await.unwrap();
 }
+
+/// The scenario the fidelity test runs with Hetzner's own Python library,
+/// run with hct's client: network, placement group, private-only server,
+/// label-selector listing across pages, rescue, snapshot with labels, lookup
+/// by selector, and deleting everything.
+#[tokio::test]
+async fn the_fidelity_scenario_with_our_own_client() {
+    let sim = sim().await;
+    let client = client(&sim);
+    let network_id = seeded_network(&sim);
+    let network = client.network(network_id).await.unwrap().unwrap();
+    assert_eq!(network.ip_range, "10.0.0.0/16");
+    assert_eq!(network.subnets[0].ip_range, "10.0.128.0/24");
+    assert_eq!(network.subnets[0].gateway, "10.0.0.1");
+    assert!(network.routes.iter().any(|r| r.destination == "0.0.0.0/0"));
+    assert!(client.network(999_999).await.unwrap().is_none());
+
+    let ours = labels(&[("scenario", "fidelity")]);
+    let group = client
+        .create_spread_group("fidelity-spread", &ours)
+        .await
+        .unwrap();
+    assert_eq!(group.kind, "spread");
+    let mut server_spec = spec(network_id, "fidelity-1", "10.0.128.200");
+    server_spec.placement_group = Some(group.id);
+    server_spec.labels = ours.clone();
+    let server = client
+        .create_private_server(&server_spec, TIMEOUT, |_| {})
+        .await
+        .unwrap();
+
+    for n in 0..52 {
+        client
+            .create_spread_group(&format!("fidelity-extra-{n}"), &ours)
+            .await
+            .unwrap();
+    }
+    let selector = LabelSelector::new().eq("scenario", "fidelity");
+    assert_eq!(
+        client.placement_groups(&selector).await.unwrap().len(),
+        53,
+        "across two pages"
+    );
+
+    let (_, rescue) = client.enable_rescue(server.id, &[]).await.unwrap();
+    client
+        .wait_for_actions(vec![rescue], "enabling rescue", TIMEOUT)
+        .await
+        .unwrap();
+    assert!(
+        client
+            .server(server.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .rescue_enabled
+    );
+
+    let snapshot_labels = labels(&[("os", "talos"), ("version", "v9.9.9"), ("arch", "amd64")]);
+    let (image, action) = client
+        .create_snapshot(server.id, "fidelity snapshot", &snapshot_labels)
+        .await
+        .unwrap();
+    client
+        .wait_for_actions(vec![action], "snapshotting", TIMEOUT)
+        .await
+        .unwrap();
+    let found = client
+        .snapshots(
+            &LabelSelector::new()
+                .eq("os", "talos")
+                .eq("version", "v9.9.9"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        found.iter().map(|i| i.id).collect::<Vec<_>>(),
+        vec![image.id]
+    );
+    assert_eq!(found[0].status, "available");
+    assert_eq!(found[0].architecture, "x86");
+    let relabelled = client.set_image_labels(image.id, &ours).await.unwrap();
+    assert_eq!(relabelled.labels, ours);
+
+    let deleted = client.delete_server(server.id).await.unwrap().unwrap();
+    client
+        .wait_for_actions(vec![deleted], "deleting", TIMEOUT)
+        .await
+        .unwrap();
+    assert!(client.server(server.id).await.unwrap().is_none());
+    assert!(
+        client.delete_server(server.id).await.unwrap().is_none(),
+        "gone is gone"
+    );
+    client.delete_image(image.id).await.unwrap();
+    assert!(client.image(image.id).await.unwrap().is_none());
+    for group in client.placement_groups(&selector).await.unwrap() {
+        client.delete_placement_group(group.id).await.unwrap();
+    }
+    assert!(client.placement_groups(&selector).await.unwrap().is_empty());
+    sim.shutdown().await.unwrap();
+}

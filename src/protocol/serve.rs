@@ -52,7 +52,7 @@ pub enum ServeError {
         "Terraform offered plugin protocol versions {0:?}; hct speaks only version 6 (Terraform 1.0 or newer)"
     )]
     UnsupportedProtocol(String),
-    #[error("could not set up the plugin socket: {0}")]
+    #[error("could not set up the plugin's socket or signal handlers: {0}")]
     Socket(#[source] io::Error),
     #[error(transparent)]
     Tls(#[from] TlsError),
@@ -100,7 +100,7 @@ pub async fn serve(provider: Arc<Provider>, mode: Mode) -> Result<(), ServeError
     };
 
     let shutdown = CancellationToken::new();
-    watch_signals(&mode, shutdown.clone());
+    watch_signals(&mode, shutdown.clone())?;
 
     let connections = accept_connections(
         listener,
@@ -146,17 +146,14 @@ fn private_socket_dir() -> Result<tempfile::TempDir, ServeError> {
 }
 
 /// Terraform forwards Ctrl-C to its plugins and then calls StopProvider, so
-/// the plugin itself must survive SIGINT. SIGTERM ends it.
-fn watch_signals(mode: &Mode, shutdown: CancellationToken) {
+/// the plugin itself must survive SIGINT. SIGTERM ends it. The handlers are
+/// installed before the handshake is printed, so no signal can arrive while
+/// the default action (exit) is still in place.
+fn watch_signals(mode: &Mode, shutdown: CancellationToken) -> Result<(), ServeError> {
     let exit_on_interrupt = matches!(mode, Mode::Debug);
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(ServeError::Socket)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(ServeError::Socket)?;
     tokio::spawn(async move {
-        let (Ok(mut interrupt), Ok(mut terminate)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            warn!("could not install signal handlers");
-            return;
-        };
         loop {
             tokio::select! {
                 _ = interrupt.recv() => {
@@ -173,6 +170,7 @@ fn watch_signals(mode: &Mode, shutdown: CancellationToken) {
             }
         }
     });
+    Ok(())
 }
 
 /// Accepts connections, finishing each TLS handshake on its own task so a
