@@ -7,6 +7,13 @@ use hct_sim::{Durations, FaultSpec, Profile, Sim, SimHandle, SimOptions};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+/// reqwest takes its TLS crypto from the process default; in the workspace
+/// build it is compiled without one (hct installs ring), so install ring here.
+fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 async fn start(options: SimOptions) -> SimHandle {
     Sim::start(options).await.expect("starting the emulator")
 }
@@ -41,7 +48,7 @@ async fn call_as(
     } else {
         base
     };
-    let mut request = reqwest::Client::new()
+    let mut request = http_client()
         .request(method, format!("{base}{path}"))
         .bearer_auth(token);
     if let Some(body) = body {
@@ -94,7 +101,7 @@ async fn errors_come_in_the_api_envelope() {
     let nowhere = call(&sim, Method::GET, "/volumes", None).await;
     assert_eq!(nowhere.status, StatusCode::NOT_FOUND);
 
-    let response = reqwest::Client::new()
+    let response = http_client()
         .post(format!("{}/servers", sim.endpoint()))
         .bearer_auth(sim.token())
         .body("{\"name\": ")
