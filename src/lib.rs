@@ -5,6 +5,11 @@
 //! - `network_plan`: the address plan of a private cluster and the plan-time
 //!   checks that keep it from half-working (gateway, node ranges, pod CIDR).
 //! - `data_sources`: the Terraform data sources, one module each.
+//! - `hcloud`: the Hetzner Cloud API client.
+//! - `talos`: Talos secrets, client configs and machine configs (the default
+//!   route is generated in `talos::config::network`).
+//! - `talos_api`: the Talos machine API client (apid).
+//! - `talos_image`, `talos_release`: Talos images on Hetzner, and releases.
 //! - `provider`: the provider block and the resource/data-source traits.
 //! - `tf`: Terraform's values, types, schemas and diagnostics.
 //! - `protocol`: plugin protocol v6 over gRPC and the go-plugin handshake.
@@ -19,6 +24,7 @@ pub mod logging;
 pub mod network_plan;
 pub mod protocol;
 pub mod provider;
+pub mod talos;
 pub mod talos_api;
 pub mod talos_image;
 pub mod talos_release;

@@ -62,7 +62,9 @@ async fn finds_the_snapshot_and_explains_a_missing_one() {
         assert_eq!(outputs["schematic_id"]["value"], json!(schematic));
         assert_eq!(
             outputs["installer_image"]["value"],
-            json!(format!("factory.talos.dev/installer/{schematic}:v1.12.6"))
+            json!(format!(
+                "factory.talos.dev/hcloud-installer/{schematic}:v1.12.6"
+            ))
         );
 
         let old = ws

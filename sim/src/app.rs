@@ -110,12 +110,17 @@ impl Shared {
             crate::faults::FaultSpec::Action(failure) => {
                 self.world().config.action_failures.push(failure);
             }
+            crate::faults::FaultSpec::Talos(fault) => {
+                self.world().config.talos_faults.push(fault);
+            }
         }
     }
 
     pub fn clear_faults(&self) {
         lock(&self.faults).clear();
-        self.world().config.action_failures.clear();
+        let mut world = self.world();
+        world.config.action_failures.clear();
+        world.config.talos_faults.clear();
     }
 
     /// Everything, as `GET /_sim/state` shows it, with the proxy's endpoints.
@@ -134,7 +139,9 @@ impl Shared {
 
     pub fn faults_json(&self) -> serde_json::Value {
         let routes = lock(&self.faults).rules().to_vec();
-        let actions = self.world().config.action_failures.clone();
-        serde_json::json!({"routes": routes, "actions": actions})
+        let world = self.world();
+        let actions = world.config.action_failures.clone();
+        let talos = world.config.talos_faults.clone();
+        serde_json::json!({"routes": routes, "actions": actions, "talos": talos})
     }
 }

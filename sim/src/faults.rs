@@ -189,11 +189,13 @@ impl RouteFault {
     }
 }
 
-/// Either kind of fault, as accepted by `--fault` and the admin API.
+/// Any kind of fault, as accepted by `--fault` and the admin API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum FaultSpec {
     Action(ActionFailure),
+    /// A fault of the emulated Talos nodes (`{"talos": "unreachable", …}`).
+    Talos(crate::talos::faults::TalosFault),
     Route(RouteFault),
 }
 
@@ -276,7 +278,7 @@ mod tests {
     fn route(json: &str) -> RouteFault {
         match FaultSpec::parse(json).unwrap() {
             FaultSpec::Route(r) => r,
-            FaultSpec::Action(a) => panic!("parsed as action: {a:?}"),
+            other => panic!("not a route fault: {other:?}"),
         }
     }
 

@@ -37,6 +37,7 @@ pub mod seed;
 pub mod sim;
 pub mod socks5;
 pub mod state;
+pub mod talos;
 
 pub use durations::{Durations, Profile};
 pub use events::SimEvent;
@@ -44,3 +45,4 @@ pub use faults::{ActionFailure, FaultSpec, Respond, RouteFault};
 pub use resources::servers::{BootTarget, TalosNode};
 pub use sim::{Sim, SimError, SimHandle, SimOptions};
 pub use state::{Id, World};
+pub use talos::TalosFault;

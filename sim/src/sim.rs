@@ -21,7 +21,8 @@ use crate::faults::{ActionFailure, FaultSpec, RouteFaults};
 use crate::persist::{self, PersistError};
 use crate::ratelimit::RateLimiter;
 use crate::state::{Id, World, WorldConfig};
-use crate::{admin, api, gateway, seed, socks5};
+use crate::talos::faults::{GrpcCode, ServerRef, TalosFault};
+use crate::{admin, api, gateway, seed, socks5, talos};
 
 /// How often due actions are finished when nobody asks.
 const TICK: Duration = Duration::from_millis(50);
@@ -129,6 +130,10 @@ impl Sim {
             stopped.clone(),
         )));
         tasks.push(tokio::spawn(tick(shared.clone(), stopped.clone())));
+        tasks.push(tokio::spawn(talos::supervisor::supervise(
+            shared.clone(),
+            stopped.clone(),
+        )));
         if let Some(path) = options.state_file.clone() {
             tasks.push(tokio::spawn(persist::keep_saved(
                 shared.clone(),
@@ -150,10 +155,12 @@ impl Sim {
 fn build_shared(options: &SimOptions) -> Result<Shared, SimError> {
     let mut route_rules = Vec::new();
     let mut action_failures = Vec::new();
+    let mut talos_faults = Vec::new();
     for fault in &options.faults {
         match fault.clone() {
             FaultSpec::Route(rule) => route_rules.push(rule),
             FaultSpec::Action(failure) => action_failures.push(failure),
+            FaultSpec::Talos(fault) => talos_faults.push(fault),
         }
     }
     let loaded = match &options.state_file {
@@ -165,6 +172,7 @@ fn build_shared(options: &SimOptions) -> Result<Shared, SimError> {
     world.config = WorldConfig {
         durations: options.durations.clone(),
         action_failures,
+        talos_faults,
     };
     seed::system_images(&mut world);
     if fresh && options.seed {
@@ -263,6 +271,33 @@ impl SimHandle {
 
     pub fn clear_faults(&self) {
         self.shared.clear_faults();
+    }
+
+    /// The server's Talos API stops answering (its apid is not registered
+    /// with the proxy) until the faults are cleared.
+    pub fn make_talos_unreachable(&self, server: Id) {
+        self.add_fault(FaultSpec::Talos(TalosFault::Unreachable {
+            server: Some(ServerRef::Id(server)),
+        }));
+    }
+
+    /// Every boot of the server's Talos takes `extra` longer.
+    pub fn slow_talos_boot(&self, server: Id, extra: Duration) {
+        self.add_fault(FaultSpec::Talos(TalosFault::SlowBoot {
+            server: Some(ServerRef::Id(server)),
+            delay_ms: u64::try_from(extra.as_millis()).unwrap_or(u64::MAX),
+        }));
+    }
+
+    /// The next `count` ApplyConfiguration calls to the server fail with
+    /// `code` and `message`.
+    pub fn reject_talos_apply(&self, server: Id, code: tonic::Code, message: &str, count: u32) {
+        self.add_fault(FaultSpec::Talos(TalosFault::ApplyRejected {
+            server: Some(ServerRef::Id(server)),
+            code: GrpcCode(code),
+            message: Some(message.to_string()),
+            count: Some(count),
+        }));
     }
 
     /// Servers' events from now on.

@@ -17,6 +17,7 @@ use crate::resources::networks::Network;
 use crate::resources::placement_groups::PlacementGroup;
 use crate::resources::servers::Server;
 use crate::resources::ssh_keys::SshKey;
+use crate::talos::faults::TalosFault;
 
 pub type Id = i64;
 
@@ -113,6 +114,8 @@ pub struct WorldConfig {
     pub durations: Durations,
     /// Actions that are to end in an error; consumed as actions start.
     pub action_failures: Vec<ActionFailure>,
+    /// Faults of the emulated Talos nodes.
+    pub talos_faults: Vec<TalosFault>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

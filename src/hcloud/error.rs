@@ -112,6 +112,21 @@ impl HcloudError {
     }
 }
 
+/// `not_found` as `None`: for reads and deletes of things that may be gone.
+pub trait Missing<T> {
+    fn or_missing(self) -> Result<Option<T>, HcloudError>;
+}
+
+impl<T> Missing<T> for Result<T, HcloudError> {
+    fn or_missing(self) -> Result<Option<T>, HcloudError> {
+        match self {
+            Ok(value) => Ok(Some(value)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// What a user can do about an error code.
 fn advice(code: &str) -> Option<&'static str> {
     Some(match code {

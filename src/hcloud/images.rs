@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::client::{Client, Retry};
-use super::error::HcloudError;
+use super::error::{HcloudError, Missing};
 use super::labels::LabelSelector;
 use super::models::{Image, Labels};
 
@@ -17,7 +17,7 @@ struct ImageEnvelope {
 impl Client {
     /// The image, or None when it does not exist.
     pub async fn image(&self, id: i64) -> Result<Option<Image>, HcloudError> {
-        match self
+        let found = self
             .call::<ImageEnvelope>(
                 Method::GET,
                 &format!("images/{id}"),
@@ -26,11 +26,8 @@ impl Client {
                 Retry::Transient,
             )
             .await
-        {
-            Ok(envelope) => Ok(Some(envelope.image)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+            .or_missing()?;
+        Ok(found.map(|envelope| envelope.image))
     }
 
     /// Snapshots matching `selector`, newest first.
@@ -62,19 +59,15 @@ impl Client {
 
     /// Deletes the image; Ok when it was already gone.
     pub async fn delete_image(&self, id: i64) -> Result<(), HcloudError> {
-        match self
-            .call_json(
-                Method::DELETE,
-                &format!("images/{id}"),
-                &[],
-                None,
-                Retry::AlsoLocked,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.call_json(
+            Method::DELETE,
+            &format!("images/{id}"),
+            &[],
+            None,
+            Retry::AlsoLocked,
+        )
+        .await
+        .or_missing()?;
+        Ok(())
     }
 }

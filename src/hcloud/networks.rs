@@ -4,7 +4,7 @@ use reqwest::Method;
 use serde::Deserialize;
 
 use super::client::{Client, Retry};
-use super::error::HcloudError;
+use super::error::{HcloudError, Missing};
 use super::models::Network;
 
 #[derive(Deserialize)]
@@ -15,7 +15,7 @@ struct NetworkEnvelope {
 impl Client {
     /// The network, or None when it does not exist.
     pub async fn network(&self, id: i64) -> Result<Option<Network>, HcloudError> {
-        match self
+        let found = self
             .call::<NetworkEnvelope>(
                 Method::GET,
                 &format!("networks/{id}"),
@@ -24,10 +24,7 @@ impl Client {
                 Retry::Transient,
             )
             .await
-        {
-            Ok(envelope) => Ok(Some(envelope.network)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+            .or_missing()?;
+        Ok(found.map(|envelope| envelope.network))
     }
 }

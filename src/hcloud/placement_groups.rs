@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::client::{Client, Retry};
-use super::error::HcloudError;
+use super::error::{HcloudError, Missing};
 use super::labels::LabelSelector;
 use super::models::{Labels, PlacementGroup};
 
@@ -47,19 +47,15 @@ impl Client {
 
     /// Deletes the group; Ok when it was already gone.
     pub async fn delete_placement_group(&self, id: i64) -> Result<(), HcloudError> {
-        match self
-            .call_json(
-                Method::DELETE,
-                &format!("placement_groups/{id}"),
-                &[],
-                None,
-                Retry::AlsoLocked,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.call_json(
+            Method::DELETE,
+            &format!("placement_groups/{id}"),
+            &[],
+            None,
+            Retry::AlsoLocked,
+        )
+        .await
+        .or_missing()?;
+        Ok(())
     }
 }

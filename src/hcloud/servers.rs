@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tracing::info;
 
 use super::client::{Client, Retry};
-use super::error::HcloudError;
+use super::error::{HcloudError, Missing};
 use super::labels::LabelSelector;
 use super::models::{Action, Image, Labels, PrivateNet, Server};
 
@@ -70,7 +70,7 @@ struct ImageAnswer {
 impl Client {
     /// The server, or None when it no longer exists.
     pub async fn server(&self, id: i64) -> Result<Option<Server>, HcloudError> {
-        match self
+        let found = self
             .call::<ServerEnvelope>(
                 Method::GET,
                 &format!("servers/{id}"),
@@ -79,11 +79,8 @@ impl Client {
                 Retry::Transient,
             )
             .await
-        {
-            Ok(envelope) => Ok(Some(envelope.server)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+            .or_missing()?;
+        Ok(found.map(|envelope| envelope.server))
     }
 
     pub async fn servers(&self, selector: &LabelSelector) -> Result<Vec<Server>, HcloudError> {
@@ -261,7 +258,7 @@ impl Client {
 
     /// Deletes the server; None when it was already gone.
     pub async fn delete_server(&self, server: i64) -> Result<Option<Action>, HcloudError> {
-        match self
+        let found = self
             .call::<ActionEnvelope>(
                 Method::DELETE,
                 &format!("servers/{server}"),
@@ -270,11 +267,8 @@ impl Client {
                 Retry::AlsoLocked,
             )
             .await
-        {
-            Ok(envelope) => Ok(Some(envelope.action)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+            .or_missing()?;
+        Ok(found.map(|envelope| envelope.action))
     }
 
     /// The whole private-only flow, waiting until the server runs. `on_created`

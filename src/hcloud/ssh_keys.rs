@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::client::{Client, Retry};
-use super::error::HcloudError;
+use super::error::{HcloudError, Missing};
 use super::labels::LabelSelector;
 use super::models::{Labels, SshKey};
 
@@ -44,19 +44,15 @@ impl Client {
 
     /// Deletes the key; Ok when it was already gone.
     pub async fn delete_ssh_key(&self, id: i64) -> Result<(), HcloudError> {
-        match self
-            .call_json(
-                Method::DELETE,
-                &format!("ssh_keys/{id}"),
-                &[],
-                None,
-                Retry::Transient,
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(e),
-        }
+        self.call_json(
+            Method::DELETE,
+            &format!("ssh_keys/{id}"),
+            &[],
+            None,
+            Retry::Transient,
+        )
+        .await
+        .or_missing()?;
+        Ok(())
     }
 }

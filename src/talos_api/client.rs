@@ -398,7 +398,18 @@ fn classify_dial_error(node: &str, error: &tonic::transport::Error) -> TalosErro
     ];
     if tls_problem.iter().any(|p| reason.contains(p)) {
         TalosError::WrongCa { node, reason }
-    } else if reason.contains("CertificateRequired") || reason.contains("certificate required") {
+    } else if [
+        // Alerts a node sends when it rejects hct's client certificate.
+        "CertificateRequired",
+        "certificate required",
+        "BadCertificate",
+        "UnknownCA",
+        "CertificateUnknown",
+        "AccessDenied",
+    ]
+    .iter()
+    .any(|alert| reason.contains(alert))
+    {
         TalosError::Unauthorized { node, reason }
     } else {
         TalosError::Unreachable { node, reason }

@@ -39,13 +39,19 @@ pub fn image_url(
     )
 }
 
-/// The installer image nodes upgrade to (the factory's registry).
+/// The installer image nodes install and upgrade from. Since Talos 1.10 the
+/// factory serves an installer per platform; `installer/` is the metal one.
 pub fn installer_image(factory: &str, schematic_id: &str, version: TalosVersion) -> String {
     let host = factory
         .trim_end_matches('/')
         .trim_start_matches("https://")
         .trim_start_matches("http://");
-    format!("{host}/installer/{schematic_id}:{version}")
+    let installer = if version >= TalosVersion::new(1, 10, 0) {
+        "hcloud-installer"
+    } else {
+        "installer"
+    };
+    format!("{host}/{installer}/{schematic_id}:{version}")
 }
 
 /// The labels that identify a Talos snapshot of hct's.
@@ -85,7 +91,11 @@ mod tests {
         );
         assert_eq!(
             installer_image(DEFAULT_FACTORY_URL, id, v),
-            format!("factory.talos.dev/installer/{id}:v1.12.6")
+            format!("factory.talos.dev/hcloud-installer/{id}:v1.12.6")
+        );
+        assert_eq!(
+            installer_image(DEFAULT_FACTORY_URL, id, TalosVersion::new(1, 9, 5)),
+            format!("factory.talos.dev/installer/{id}:v1.9.5")
         );
         assert_eq!(schematic_label(id).len(), 32);
         assert_eq!(

@@ -81,13 +81,17 @@ pub enum BootTarget {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TalosNode {
     pub image: Id,
-    /// The image's `version` label, e.g. `v1.12.6`.
+    /// The Talos release it runs, e.g. `v1.12.6`: the image's `version`
+    /// label until an install or upgrade changes it.
     pub version: String,
     pub arch: Option<String>,
     pub schematic: Option<String>,
     /// Boots from disk so far.
     pub boots: u32,
     pub last_booted: Option<Timestamp>,
+    /// The emulated Talos on it (see `crate::talos`).
+    #[serde(flatten)]
+    pub node: Box<crate::talos::NodeState>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -322,6 +326,7 @@ fn talos_node(image: &Image) -> Option<TalosNode> {
         schematic: image.labels.get("schematic").cloned(),
         boots: 0,
         last_booted: None,
+        node: Box::default(),
     })
 }
 
@@ -1057,7 +1062,7 @@ mod tests {
     fn world() -> (World, Timestamp) {
         let mut world = World::new(WorldConfig {
             durations: Durations::new(Profile::Fast),
-            action_failures: Vec::new(),
+            ..WorldConfig::default()
         });
         seed::system_images(&mut world);
         (world, Timestamp::from_millis(1_800_000_000_000))

@@ -1,0 +1,197 @@
+//! The YAML documents of a machine config as written, before validation:
+//! the `v1alpha1` document and the typed documents (`apiVersion` + `kind`)
+//! that each Talos release knows.
+//!
+//! Only the fields the emulator acts on are read; others are ignored (real
+//! Talos rejects unknown keys, which the emulator does not check).
+
+use serde::Deserialize;
+
+use crate::talos::version::TalosVersion;
+
+/// Kinds every supported release (v1.11 on) knows.
+const KINDS_V1_11: &[&str] = &[
+    "ExistingVolumeConfig",
+    "RawVolumeConfig",
+    "SwapVolumeConfig",
+    "UserVolumeConfig",
+    "VolumeConfig",
+    "ZswapConfig",
+    "ExtensionServiceConfig",
+    "PCIDriverRebindConfig",
+    "NetworkDefaultActionConfig",
+    "EthernetConfig",
+    "KubeSpanEndpoints",
+    "NetworkRuleConfig",
+    "EventSinkConfig",
+    "KmsgLogConfig",
+    "WatchdogTimerConfig",
+    "TrustedRootsConfig",
+    "SideroLinkConfig",
+];
+
+/// Kinds added in v1.12, which moved the network and registry settings out
+/// of the v1alpha1 document.
+const KINDS_V1_12: &[&str] = &[
+    "RegistryAuthConfig",
+    "RegistryMirrorConfig",
+    "RegistryTLSConfig",
+    "BondConfig",
+    "BridgeConfig",
+    "DHCPv4Config",
+    "DHCPv6Config",
+    "DummyLinkConfig",
+    "HCloudVIPConfig",
+    "HostnameConfig",
+    "Layer2VIPConfig",
+    "LinkConfig",
+    "LinkAliasConfig",
+    "ResolverConfig",
+    "StaticHostConfig",
+    "TimeSyncConfig",
+    "VLANConfig",
+    "WireguardConfig",
+    "OOMConfig",
+];
+
+/// Kinds that configure a network link, and so may carry routes.
+pub const LINK_KINDS: &[&str] = &[
+    "LinkConfig",
+    "VLANConfig",
+    "BondConfig",
+    "BridgeConfig",
+    "DummyLinkConfig",
+    "WireguardConfig",
+];
+
+/// Whether the Talos release `talos` accepts documents of `kind`. An
+/// unknown release (a custom image label) is taken to know them all.
+pub fn is_known_kind(kind: &str, talos: Option<&TalosVersion>) -> bool {
+    KINDS_V1_11.contains(&kind)
+        || (KINDS_V1_12.contains(&kind) && talos.is_none_or(|v| v.at_least(1, 12)))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct V1Alpha1 {
+    pub machine: Option<Machine>,
+    pub cluster: Option<Cluster>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Machine {
+    #[serde(rename = "type")]
+    pub machine_type: Option<String>,
+    pub token: Option<String>,
+    pub ca: Option<Ca>,
+    pub install: Option<Install>,
+    pub network: Option<MachineNetwork>,
+    pub features: Option<Features>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Ca {
+    pub crt: Option<String>,
+    pub key: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Install {
+    pub image: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Features {
+    pub stable_hostname: Option<bool>,
+}
+
+/// `machine.network`: deprecated in v1.12 in favour of the network
+/// documents, still accepted.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MachineNetwork {
+    pub hostname: Option<String>,
+    pub interfaces: Vec<Interface>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Interface {
+    pub routes: Vec<LegacyRoute>,
+    pub vlans: Vec<Vlan>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Vlan {
+    pub routes: Vec<LegacyRoute>,
+}
+
+/// A route of `machine.network.interfaces`: `network` is the destination.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LegacyRoute {
+    pub network: String,
+    pub gateway: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Cluster {
+    pub id: Option<String>,
+    pub secret: Option<String>,
+    pub token: Option<String>,
+    pub cluster_name: Option<String>,
+    pub control_plane: Option<ControlPlane>,
+    pub ca: Option<Ca>,
+    pub etcd: Option<serde_yaml_ng::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ControlPlane {
+    pub endpoint: Option<String>,
+}
+
+/// What the link documents (`LinkConfig`, `VLANConfig`, …) share.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LinkDocument {
+    pub name: Option<String>,
+    pub routes: Vec<LinkRoute>,
+}
+
+/// A route of a link document; no destination means a default route.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LinkRoute {
+    pub destination: Option<String>,
+    pub gateway: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct HostnameDocument {
+    pub hostname: Option<String>,
+    pub auto: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_documents_arrive_with_v1_12() {
+        let v1_11: TalosVersion = "v1.11.3".parse().unwrap();
+        let v1_12: TalosVersion = "v1.12.6".parse().unwrap();
+        assert!(is_known_kind("VolumeConfig", Some(&v1_11)));
+        assert!(!is_known_kind("LinkConfig", Some(&v1_11)));
+        assert!(is_known_kind("LinkConfig", Some(&v1_12)));
+        assert!(is_known_kind("HostnameConfig", None));
+        assert!(!is_known_kind("MachineConfig", Some(&v1_12)));
+    }
+}

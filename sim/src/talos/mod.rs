@@ -1,0 +1,49 @@
+//! Emulated Talos Linux nodes. A server created from an image labelled
+//! `os=talos` runs an emulated apid (the Talos API on port 50000) while it
+//! is up, reachable at its private IPs through the SOCKS5 proxy:
+//!
+//! - booted without a config it is in maintenance mode (self-signed
+//!   certificate, no client certificate asked) and takes ApplyConfiguration,
+//!   after which it installs, reboots and comes back configured; a config
+//!   in user data configures it at boot;
+//! - configured, it speaks mutual TLS with the cluster's OS CA (workers get
+//!   their certificate from trustd on a control plane), bootstraps etcd
+//!   once per cluster, lists etcd members, hands out the admin kubeconfig,
+//!   and reboots, upgrades and resets;
+//! - its health follows its network: without a default route via the
+//!   network's gateway it cannot pull images and never becomes healthy.
+//!
+//! Module map: `config` reads machine configs and `user_data` finds them
+//! in Hetzner's user data; `node` is a node's state and `lifecycle` moves it
+//! on with time; `cluster` is what nodes of one cluster know of each other;
+//! `calls` carries out the API calls, which `service` serves over gRPC from
+//! an `apid` per node that `supervisor` starts and stops; `tls`, `auth` and
+//! `pki` are its certificates and roles; `faults` injects trouble; `sample`
+//! makes secrets and configs for tests.
+
+pub mod apid;
+pub mod auth;
+pub mod calls;
+pub mod cluster;
+pub mod config;
+pub mod faults;
+pub mod kubeconfig;
+pub mod lifecycle;
+pub mod network;
+pub mod node;
+pub mod pb;
+pub mod pki;
+pub mod sample;
+pub mod secret;
+pub mod service;
+pub mod services;
+pub mod supervisor;
+pub mod tls;
+pub mod user_data;
+pub mod version;
+
+pub use faults::TalosFault;
+pub use node::NodeState;
+
+#[cfg(test)]
+mod testing;

@@ -1,0 +1,214 @@
+//! What one emulated Talos node is: what its disk holds, what it is doing
+//! now, and the summary that `GET /_sim/state` shows (never a secret).
+//!
+//! The disk and the runtime are not saved with the world: a sim started
+//! from a state file boots its nodes anew, from their user data.
+
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::{ClusterIdentity, MachineConfig, MachineType};
+use super::pki::CertificateAuthority;
+use super::version::TalosVersion;
+use crate::clock::Timestamp;
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeState {
+    #[serde(flatten)]
+    pub summary: Summary,
+    #[serde(skip)]
+    pub phase: Phase,
+    #[serde(skip)]
+    pub disk: Disk,
+    #[serde(skip)]
+    pub run: Runtime,
+    /// The etcd member this node was when it was reset without leaving
+    /// etcd: the other members still list it.
+    #[serde(skip)]
+    pub departed: Option<DepartedMember>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Phase {
+    /// The server is off (or in rescue): Talos is not running.
+    #[default]
+    Off,
+    /// Booting, installing or rebooting; apid answers from `until` on.
+    Booting {
+        until: Timestamp,
+    },
+    Running,
+    /// Talos could not start, e.g. user data held an invalid config.
+    Halted {
+        reason: String,
+    },
+}
+
+/// Talos' STATE and EPHEMERAL partitions, as far as the emulation cares.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Disk {
+    /// The installed machine config; without one the node boots into
+    /// maintenance mode (unless user data holds one).
+    pub config: Option<MachineConfig>,
+    /// Applied with mode STAGED: installed at the next boot.
+    pub staged: Option<MachineConfig>,
+    /// Written by an install or upgrade: the release the next boot runs.
+    pub next_version: Option<TalosVersion>,
+    pub etcd: EtcdData,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EtcdData {
+    /// Bootstrap was called here: this node founds the cluster's etcd.
+    pub founder: bool,
+    pub member: Option<EtcdMember>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdMember {
+    pub id: u64,
+    pub hostname: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DepartedMember {
+    pub cluster: ClusterIdentity,
+    pub member: EtcdMember,
+}
+
+/// What lasts only while Talos runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Runtime {
+    /// The server's boot count when Talos last started on it.
+    pub boot_seen: Option<u32>,
+    /// Counts the node's starts: calls on connections to an earlier start
+    /// are turned away, as a rebooted node would.
+    pub incarnation: u64,
+    /// The CA that signed apid's certificate: the node's own OS CA on a
+    /// control plane, a control plane's (via trustd) on a worker.
+    pub apid_issuer: Option<CertificateAuthority>,
+    /// A configuration applied with mode TRY, and what it replaced.
+    pub trial: Option<Trial>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trial {
+    pub until: Timestamp,
+    pub previous: Box<MachineConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Maintenance,
+    Configured,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseName {
+    #[default]
+    Off,
+    Booting,
+    Running,
+    Halted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApidState {
+    #[default]
+    Down,
+    Serving,
+    /// A worker waiting for trustd on a control plane to sign its certificate.
+    AwaitingCertificate,
+}
+
+/// The node at a glance.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Summary {
+    pub mode: Mode,
+    pub phase: PhaseName,
+    pub apid: ApidState,
+    pub machine_type: Option<MachineType>,
+    pub hostname: Option<String>,
+    pub cluster_id: Option<String>,
+    /// The gateway its default route leaves through, when it has one.
+    pub egress_via: Option<Ipv4Addr>,
+    pub bootstrapped: bool,
+    pub etcd_member: bool,
+    pub healthy: bool,
+    /// Why it is not healthy.
+    pub problem: Option<String>,
+}
+
+impl NodeState {
+    pub fn config(&self) -> Option<&MachineConfig> {
+        self.disk.config.as_ref()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.phase == Phase::Running
+    }
+
+    pub fn mode(&self) -> Mode {
+        if self.disk.config.is_some() {
+            Mode::Configured
+        } else {
+            Mode::Maintenance
+        }
+    }
+
+    /// Goes down and comes back at `until`: running connections die with
+    /// this start of the node.
+    pub fn restart(&mut self, until: Timestamp) {
+        self.phase = Phase::Booting { until };
+        self.run.apid_issuer = None;
+        self.run.incarnation += 1;
+    }
+
+    /// The server lost power.
+    pub fn power_off(&mut self) {
+        self.phase = Phase::Off;
+        self.run = Runtime {
+            boot_seen: self.run.boot_seen,
+            incarnation: self.run.incarnation + 1,
+            ..Runtime::default()
+        };
+    }
+
+    /// Wipes the node back to maintenance mode (Talos' reset).
+    pub fn wipe(&mut self) {
+        self.disk = Disk {
+            next_version: self.disk.next_version.take(),
+            ..Disk::default()
+        };
+        self.run.trial = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::resources::servers::TalosNode;
+
+    #[test]
+    fn slots_saved_before_talos_was_emulated_still_load() {
+        let saved = json!({
+            "image": 300000001, "version": "v1.12.6", "arch": "amd64", "schematic": null,
+            "boots": 2, "last_booted": null,
+        });
+        let node: TalosNode = serde_json::from_value(saved).unwrap();
+        assert_eq!(node.node.phase, Phase::Off);
+        assert_eq!(node.node.summary.mode, Mode::Maintenance);
+        let shown = serde_json::to_value(&node).unwrap();
+        assert_eq!(shown["phase"], "off");
+        assert_eq!(shown["apid"], "down");
+    }
+}

@@ -1,0 +1,228 @@
+//! Sample cluster secrets, machine configs and client certificates, for
+//! tests and demos of the emulated nodes that need valid inputs without
+//! hct's own generator: an Ed25519 OS CA, an ECDSA P-256 Kubernetes CA (as
+//! Talos makes them) and configs in the shapes Talos v1.11 and v1.12 take.
+
+use base64::Engine;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, PKCS_ED25519, SignatureAlgorithm,
+};
+use serde_json::{Value, json};
+
+use super::pki::CertificateAuthority;
+use super::secret::Secret;
+
+/// How a sample config routes traffic out of the private network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SampleNetwork {
+    /// No default route: the node has no egress.
+    Isolated,
+    /// `machine.network.interfaces[].routes` (v1.11 style, deprecated in v1.12).
+    Interfaces { gateway: String },
+    /// A `LinkConfig` document whose route has no destination (v1.12 style).
+    LinkConfig { gateway: String },
+}
+
+/// One node's part of a sample config.
+#[derive(Debug, Clone)]
+pub struct SampleNode {
+    pub control_plane: bool,
+    /// The installer tag, e.g. `v1.12.6`.
+    pub talos: String,
+    pub network: SampleNetwork,
+    pub hostname: Option<String>,
+}
+
+impl SampleNode {
+    /// A node with a default route via `gateway` in the style of `talos`.
+    pub fn new(control_plane: bool, talos: &str, gateway: &str) -> Self {
+        let gateway = gateway.to_string();
+        let network = if talos.starts_with("v1.11") {
+            SampleNetwork::Interfaces { gateway }
+        } else {
+            SampleNetwork::LinkConfig { gateway }
+        };
+        Self {
+            control_plane,
+            talos: talos.to_string(),
+            network,
+            hostname: None,
+        }
+    }
+}
+
+/// The secrets of one sample cluster.
+#[derive(Debug, Clone)]
+pub struct SampleCluster {
+    pub name: String,
+    pub endpoint: String,
+    pub id: String,
+    pub secret: Secret,
+    pub trustd_token: Secret,
+    pub bootstrap_token: Secret,
+    pub os_ca: CertificateAuthority,
+    pub kubernetes_ca: CertificateAuthority,
+}
+
+/// A client certificate with its key (PEM).
+#[derive(Debug, Clone)]
+pub struct ClientCertificate {
+    pub certificate: String,
+    pub key: Secret,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot make sample certificates: {0}")]
+pub struct SampleError(#[from] rcgen::Error);
+
+fn token(length: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    (0..length)
+        .map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char)
+        .collect()
+}
+
+fn random_base64(bytes: usize) -> String {
+    let raw: Vec<u8> = (0..bytes).map(|_| fastrand::u8(..)).collect();
+    base64::engine::general_purpose::STANDARD.encode(raw)
+}
+
+fn encoded(pem: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+fn authority(
+    algorithm: &'static SignatureAlgorithm,
+    organization: &str,
+) -> Result<CertificateAuthority, SampleError> {
+    let key = KeyPair::generate_for(algorithm)?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, organization);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyCertSign,
+    ];
+    params.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
+    let certificate = params.self_signed(&key)?;
+    Ok(CertificateAuthority {
+        certificate: certificate.pem(),
+        key: Some(Secret::new(key.serialize_pem())),
+    })
+}
+
+impl SampleCluster {
+    /// Fresh secrets for a cluster whose API is at `endpoint`.
+    pub fn generate(name: &str, endpoint: &str) -> Result<Self, SampleError> {
+        Ok(Self {
+            name: name.to_string(),
+            endpoint: endpoint.to_string(),
+            id: random_base64(32),
+            secret: Secret::new(random_base64(32)),
+            trustd_token: Secret::new(format!("{}.{}", token(6), token(16))),
+            bootstrap_token: Secret::new(format!("{}.{}", token(6), token(16))),
+            os_ca: authority(&PKCS_ED25519, "talos")?,
+            kubernetes_ca: authority(&PKCS_ECDSA_P256_SHA256, "kubernetes")?,
+        })
+    }
+
+    /// A Talos API client certificate for `role` (e.g. `os:admin`), issued
+    /// by the OS CA, its Ed25519 key labelled the way talosconfig does.
+    pub fn client_certificate(&self, role: &str) -> Result<ClientCertificate, SampleError> {
+        client_certificate(&self.os_ca, role)
+    }
+
+    /// The machine config of one node, YAML documents as Talos reads them.
+    pub fn machine_config(&self, node: &SampleNode) -> String {
+        let control_plane = node.control_plane;
+        let key = |ca: &CertificateAuthority| match (&ca.key, control_plane) {
+            (Some(key), true) => encoded(key.expose()),
+            _ => String::new(),
+        };
+        let mut machine = json!({
+            "type": if control_plane { "controlplane" } else { "worker" },
+            "token": self.trustd_token.expose(),
+            "ca": {"crt": encoded(&self.os_ca.certificate), "key": key(&self.os_ca)},
+            "install": {"image": format!("ghcr.io/siderolabs/installer:{}", node.talos)},
+        });
+        let mut documents = Vec::new();
+        match &node.network {
+            SampleNetwork::Isolated => {}
+            SampleNetwork::Interfaces { gateway } => {
+                machine["network"] = json!({"interfaces": [{
+                    "deviceSelector": {"physical": true},
+                    "dhcp": true,
+                    "routes": [{"network": "0.0.0.0/0", "gateway": gateway}],
+                }]});
+            }
+            SampleNetwork::LinkConfig { gateway } => documents.push(json!({
+                "apiVersion": "v1alpha1",
+                "kind": "LinkConfig",
+                "name": "enp7s0",
+                "routes": [{"gateway": gateway}],
+            })),
+        }
+        if let Some(hostname) = &node.hostname {
+            if node.talos.starts_with("v1.11") {
+                machine["network"]["hostname"] = json!(hostname);
+            } else {
+                documents.push(json!({
+                    "apiVersion": "v1alpha1",
+                    "kind": "HostnameConfig",
+                    "hostname": hostname,
+                }));
+            }
+        }
+        let v1alpha1 = json!({
+            "version": "v1alpha1",
+            "machine": machine,
+            "cluster": {
+                "id": self.id,
+                "secret": self.secret.expose(),
+                "clusterName": self.name,
+                "controlPlane": {"endpoint": self.endpoint},
+                "token": self.bootstrap_token.expose(),
+                "ca": {
+                    "crt": encoded(&self.kubernetes_ca.certificate),
+                    "key": key(&self.kubernetes_ca),
+                },
+            },
+        });
+        std::iter::once(v1alpha1)
+            .chain(documents)
+            .map(|d: Value| serde_yaml_ng::to_string(&d).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("---\n")
+    }
+}
+
+fn client_certificate(
+    ca: &CertificateAuthority,
+    role: &str,
+) -> Result<ClientCertificate, SampleError> {
+    let ca_key = KeyPair::from_pem(ca.key.as_ref().map(Secret::expose).unwrap_or_default())?;
+    let issuer = Issuer::from_ca_cert_pem(&ca.certificate, ca_key)?;
+    let key = KeyPair::generate_for(&PKCS_ED25519)?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, role);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let certificate = params.signed_by(&key, &issuer)?;
+    Ok(ClientCertificate {
+        certificate: certificate.pem(),
+        key: Secret::new(
+            key.serialize_pem()
+                .replace("PRIVATE KEY", "ED25519 PRIVATE KEY"),
+        ),
+    })
+}

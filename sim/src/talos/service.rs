@@ -1,0 +1,343 @@
+//! The machine API as apid serves it: each call is authorized, the world
+//! brought up to now, the call routed to this node or (with `node`
+//! metadata) a peer of its cluster, carried out, and answered in Talos'
+//! message shapes.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use tonic::{Request, Response, Status};
+
+use super::auth::{self, Call, Caller};
+use super::calls::{self, ApplyMode, ApplyRequest, CallError, NodeRef};
+use super::kubeconfig;
+use super::lifecycle;
+use super::pb::{self, machine_service_server::MachineService};
+use crate::app::{AppState, WorldGuard};
+
+/// Bytes per chunk of the streamed kubeconfig archive.
+const CHUNK: usize = 512;
+
+pub struct MachineApi {
+    sim: AppState,
+    node: NodeRef,
+}
+
+impl MachineApi {
+    pub fn new(sim: AppState, node: NodeRef) -> Self {
+        Self { sim, node }
+    }
+
+    fn authorize<T>(&self, request: &Request<T>, call: Call) -> Result<(), Status> {
+        let caller = request
+            .extensions()
+            .get::<Caller>()
+            .ok_or_else(|| Status::internal("the connection has no TLS caller"))?;
+        auth::authorize(caller, call)
+    }
+
+    /// The world, as of now.
+    fn world(&self) -> WorldGuard<'_> {
+        let mut world = self.sim.world();
+        let now = world.now;
+        lifecycle::settle(&mut world, now);
+        world
+    }
+
+    /// Carries out a call that changes the node, and lets the node
+    /// summaries show the change at once.
+    fn change<T, R>(
+        &self,
+        request: &Request<T>,
+        call: impl FnOnce(&mut WorldGuard<'_>, NodeRef) -> Result<R, CallError>,
+    ) -> Result<(R, Option<pb::Metadata>), Status> {
+        let mut world = self.world();
+        let (at, metadata) = self.target(&world, request)?;
+        let outcome = call(&mut world, at).map_err(status)?;
+        let now = world.now;
+        lifecycle::settle(&mut world, now);
+        Ok((outcome, metadata))
+    }
+
+    /// The node that answers: this one, or the peer the `node` metadata
+    /// names; with the metadata the answer says which node it came from.
+    fn target<T>(
+        &self,
+        world: &WorldGuard<'_>,
+        request: &Request<T>,
+    ) -> Result<(NodeRef, Option<pb::Metadata>), Status> {
+        let Some(value) = request.metadata().get("node") else {
+            return Ok((self.node, None));
+        };
+        let ip = value
+            .to_str()
+            .ok()
+            .and_then(|text| text.trim().parse::<IpAddr>().ok())
+            .ok_or_else(|| Status::invalid_argument("the node metadata is not an IP address"))?;
+        let at = calls::peer(world, self.node, ip).map_err(status)?;
+        let hostname = calls::hostname(world, at).map_err(status)?;
+        Ok((
+            at,
+            Some(pb::Metadata {
+                hostname,
+                error: String::new(),
+            }),
+        ))
+    }
+}
+
+fn status(error: CallError) -> Status {
+    Status::new(error.code(), error.to_string())
+}
+
+/// An ID for the task a call started, in the shape of Talos' UUIDs.
+fn actor_id() -> String {
+    let hex = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    format!(
+        "{}-{}-4{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[13..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+fn apply_mode(wire: i32) -> Result<ApplyMode, Status> {
+    use pb::apply_configuration_request::Mode;
+    Ok(match Mode::try_from(wire) {
+        Ok(Mode::Reboot) => ApplyMode::Reboot,
+        Ok(Mode::Auto) => ApplyMode::Auto,
+        Ok(Mode::NoReboot) => ApplyMode::NoReboot,
+        Ok(Mode::Staged) => ApplyMode::Staged,
+        Ok(Mode::Try) => ApplyMode::Try,
+        Err(_) => {
+            return Err(Status::invalid_argument(format!(
+                "unknown apply mode {wire}"
+            )));
+        }
+    })
+}
+
+fn wire_mode(mode: ApplyMode) -> i32 {
+    use pb::apply_configuration_request::Mode;
+    (match mode {
+        ApplyMode::Reboot => Mode::Reboot,
+        ApplyMode::Auto => Mode::Auto,
+        ApplyMode::NoReboot => Mode::NoReboot,
+        ApplyMode::Staged => Mode::Staged,
+        ApplyMode::Try => Mode::Try,
+    }) as i32
+}
+
+fn duration(wire: Option<&prost_types::Duration>) -> Option<Duration> {
+    let wire = wire?;
+    let seconds = u64::try_from(wire.seconds).ok()?;
+    let nanos = u32::try_from(wire.nanos).ok()?;
+    Some(Duration::new(seconds, nanos)).filter(|d| !d.is_zero())
+}
+
+#[tonic::async_trait]
+impl MachineService for MachineApi {
+    type KubeconfigStream = tokio_stream::Iter<std::vec::IntoIter<Result<pb::Data, Status>>>;
+
+    async fn apply_configuration(
+        &self,
+        request: Request<pb::ApplyConfigurationRequest>,
+    ) -> Result<Response<pb::ApplyConfigurationResponse>, Status> {
+        self.authorize(&request, Call::ApplyConfiguration)?;
+        let message = request.get_ref();
+        let apply = ApplyRequest {
+            data: &message.data,
+            mode: apply_mode(message.mode)?,
+            dry_run: message.dry_run,
+            try_timeout: duration(message.try_mode_timeout.as_ref()),
+        };
+        let (applied, metadata) = self.change(&request, |world, at| {
+            let now = world.now;
+            calls::apply_configuration(world, at, &apply, now)
+        })?;
+        Ok(Response::new(pb::ApplyConfigurationResponse {
+            messages: vec![pb::ApplyConfigurationResult {
+                metadata,
+                warnings: applied.warnings,
+                mode: wire_mode(applied.mode),
+                mode_details: applied.details,
+            }],
+        }))
+    }
+
+    async fn bootstrap(
+        &self,
+        request: Request<pb::BootstrapRequest>,
+    ) -> Result<Response<pb::BootstrapResponse>, Status> {
+        self.authorize(&request, Call::Bootstrap)?;
+        let ((), metadata) = self.change(&request, |world, at| calls::bootstrap(world, at))?;
+        Ok(Response::new(pb::BootstrapResponse {
+            messages: vec![pb::BootstrapResult { metadata }],
+        }))
+    }
+
+    async fn etcd_member_list(
+        &self,
+        request: Request<pb::EtcdMemberListRequest>,
+    ) -> Result<Response<pb::EtcdMemberListResponse>, Status> {
+        self.authorize(&request, Call::EtcdMemberList)?;
+        let world = self.world();
+        let (at, metadata) = self.target(&world, &request)?;
+        let members = calls::etcd_members(&world, at).map_err(status)?;
+        Ok(Response::new(pb::EtcdMemberListResponse {
+            messages: vec![pb::EtcdMembers {
+                metadata,
+                legacy_members: Vec::new(),
+                members: members
+                    .into_iter()
+                    .map(|m| pb::EtcdMember {
+                        id: m.id,
+                        hostname: m.hostname,
+                        peer_urls: Vec::new(),
+                        client_urls: Vec::new(),
+                        is_learner: false,
+                    })
+                    .collect(),
+            }],
+        }))
+    }
+
+    async fn kubeconfig(
+        &self,
+        request: Request<()>,
+    ) -> Result<Response<Self::KubeconfigStream>, Status> {
+        self.authorize(&request, Call::Kubeconfig)?;
+        let (source, metadata) = {
+            let world = self.world();
+            let (at, metadata) = self.target(&world, &request)?;
+            (
+                calls::kubeconfig_source(&world, at).map_err(status)?,
+                metadata,
+            )
+        };
+        let archive = kubeconfig::render(&source)
+            .and_then(|text| kubeconfig::archive(&text))
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let chunks: Vec<Result<pb::Data, Status>> = archive
+            .chunks(CHUNK)
+            .map(|bytes| {
+                Ok(pb::Data {
+                    metadata: metadata.clone(),
+                    bytes: bytes.to_vec(),
+                })
+            })
+            .collect();
+        Ok(Response::new(tokio_stream::iter(chunks)))
+    }
+
+    async fn reboot(
+        &self,
+        request: Request<pb::RebootRequest>,
+    ) -> Result<Response<pb::RebootResponse>, Status> {
+        self.authorize(&request, Call::Reboot)?;
+        let ((), metadata) = self.change(&request, |world, at| {
+            let now = world.now;
+            calls::reboot(world, at, now)
+        })?;
+        Ok(Response::new(pb::RebootResponse {
+            messages: vec![pb::RebootResult {
+                metadata,
+                actor_id: actor_id(),
+            }],
+        }))
+    }
+
+    async fn reset(
+        &self,
+        request: Request<pb::ResetRequest>,
+    ) -> Result<Response<pb::ResetResponse>, Status> {
+        self.authorize(&request, Call::Reset)?;
+        let message = request.get_ref();
+        let ((), metadata) = self.change(&request, |world, at| {
+            let now = world.now;
+            calls::reset(world, at, message.graceful, message.reboot, now)
+        })?;
+        Ok(Response::new(pb::ResetResponse {
+            messages: vec![pb::ResetResult {
+                metadata,
+                actor_id: actor_id(),
+            }],
+        }))
+    }
+
+    async fn service_list(
+        &self,
+        request: Request<()>,
+    ) -> Result<Response<pb::ServiceListResponse>, Status> {
+        self.authorize(&request, Call::ServiceList)?;
+        let world = self.world();
+        let (at, metadata) = self.target(&world, &request)?;
+        let services = calls::services(&world, at).map_err(status)?;
+        Ok(Response::new(pb::ServiceListResponse {
+            messages: vec![pb::ServiceList {
+                metadata,
+                services: services
+                    .into_iter()
+                    .map(|s| pb::ServiceInfo {
+                        id: s.id.to_string(),
+                        state: s.state.to_string(),
+                        health: Some(pb::ServiceHealth {
+                            unknown: false,
+                            healthy: s.healthy,
+                            last_message: s.message,
+                        }),
+                    })
+                    .collect(),
+            }],
+        }))
+    }
+
+    async fn upgrade(
+        &self,
+        request: Request<pb::UpgradeRequest>,
+    ) -> Result<Response<pb::UpgradeResponse>, Status> {
+        self.authorize(&request, Call::Upgrade)?;
+        let (_, metadata) = self.change(&request, |world, at| {
+            let now = world.now;
+            calls::upgrade(world, at, &request.get_ref().image, now)
+        })?;
+        Ok(Response::new(pb::UpgradeResponse {
+            messages: vec![pb::UpgradeResult {
+                metadata,
+                ack: "Upgrade request received".into(),
+                actor_id: actor_id(),
+            }],
+        }))
+    }
+
+    async fn version(&self, request: Request<()>) -> Result<Response<pb::VersionResponse>, Status> {
+        self.authorize(&request, Call::Version)?;
+        let world = self.world();
+        let (at, metadata) = self.target(&world, &request)?;
+        let report = calls::version(&world, at).map_err(status)?;
+        Ok(Response::new(pb::VersionResponse {
+            messages: vec![pb::VersionResult {
+                metadata,
+                version: Some(pb::VersionInfo {
+                    tag: report.tag,
+                    sha: String::new(),
+                    built: String::new(),
+                    go_version: String::new(),
+                    os: "linux".into(),
+                    arch: report.arch,
+                }),
+                platform: Some(pb::PlatformInfo {
+                    name: "hcloud".into(),
+                    mode: if report.maintenance {
+                        "maintenance"
+                    } else {
+                        "cloud"
+                    }
+                    .into(),
+                }),
+            }],
+        }))
+    }
+}

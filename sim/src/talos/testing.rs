@@ -1,0 +1,119 @@
+//! A world with Talos servers and a clock the tests move by hand.
+
+use std::time::Duration;
+
+use super::calls::NodeRef;
+use super::lifecycle;
+use super::sample::{SampleCluster, SampleNode};
+use crate::catalog::Architecture;
+use crate::clock::Timestamp;
+use crate::durations::{Durations, Profile};
+use crate::resources::servers::{Attachment, Power, ServerSpec, TalosNode};
+use crate::seed;
+use crate::state::{Id, World, WorldConfig};
+
+pub const GATEWAY: &str = "10.0.0.1";
+
+pub struct Lab {
+    pub world: World,
+    pub now: Timestamp,
+    network: Id,
+}
+
+pub fn cluster() -> SampleCluster {
+    SampleCluster::generate("lab", "https://10.0.128.10:6443").unwrap()
+}
+
+pub fn control_plane() -> SampleNode {
+    SampleNode::new(true, "v1.12.6", GATEWAY)
+}
+
+pub fn worker() -> SampleNode {
+    SampleNode::new(false, "v1.12.6", GATEWAY)
+}
+
+impl Lab {
+    pub fn new() -> Self {
+        let mut world = World::new(WorldConfig {
+            durations: Durations::new(Profile::Fast),
+            ..WorldConfig::default()
+        });
+        let now = Timestamp::from_millis(1_800_000_000_000);
+        seed::system_images(&mut world);
+        seed::hct_project(&mut world, now).unwrap();
+        let network = *world.networks.keys().next().unwrap();
+        Self {
+            world,
+            now,
+            network,
+        }
+    }
+
+    /// A running Talos server of `version` at `ip` (its boot has not been
+    /// noticed yet: call `tick`).
+    pub fn server(&mut self, name: &str, ip: &str, version: &str, user_data: Option<String>) -> Id {
+        let image = self
+            .world
+            .images
+            .values()
+            .find(|i| {
+                i.labels.get("version").map(String::as_str) == Some(version)
+                    && i.architecture == Architecture::X86
+            })
+            .map(|i| i.id)
+            .unwrap();
+        let mut spec = ServerSpec::new(name, "cx23", &image.to_string());
+        spec.start_after_create = false;
+        spec.user_data = user_data;
+        let id = self.world.create_server(spec, self.now).unwrap().server;
+        self.hetzner();
+        let attachment = Attachment {
+            ip: Some(ip.into()),
+            ..Attachment::default()
+        };
+        self.world
+            .attach_to_network(id, self.network, attachment, self.now)
+            .unwrap();
+        self.hetzner();
+        self.world.power(id, Power::On, self.now).unwrap();
+        self.hetzner();
+        id
+    }
+
+    /// Lets Hetzner's actions finish (a minute passes).
+    pub fn hetzner(&mut self) {
+        self.now = self.now.plus(Duration::from_secs(60));
+        self.world.advance(self.now);
+    }
+
+    /// Moves the clock and lets the nodes catch up.
+    pub fn tick(&mut self, by: Duration) {
+        self.now = self.now.plus(by);
+        self.world.advance(self.now);
+        lifecycle::settle(&mut self.world, self.now);
+    }
+
+    /// Enough time for any boot to finish, and a step after it.
+    pub fn settle(&mut self) {
+        self.tick(Duration::ZERO);
+        self.tick(Duration::from_secs(10));
+        self.tick(Duration::ZERO);
+    }
+
+    pub fn talos(&self, id: Id) -> &TalosNode {
+        self.world.servers[&id].talos.as_ref().unwrap()
+    }
+
+    /// Makes a call on the node as its current Talos start.
+    pub fn on<R>(&mut self, id: Id, call: impl FnOnce(&mut World, NodeRef, Timestamp) -> R) -> R {
+        let at = self.at(id);
+        call(&mut self.world, at, self.now)
+    }
+
+    pub fn at(&self, id: Id) -> NodeRef {
+        NodeRef {
+            server: id,
+            incarnation: self.talos(id).node.run.incarnation,
+        }
+    }
+}

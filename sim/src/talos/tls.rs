@@ -1,0 +1,201 @@
+//! apid's TLS. In maintenance mode the node shows a self-signed certificate
+//! and asks for none. Configured, it shows a certificate from the OS CA and
+//! requires a client certificate: the handshake only checks that the client
+//! holds the certificate's key; whether the certificate chains to the OS CA
+//! is judged afterwards and travels with the connection, so that a stranger
+//! is answered `Unauthenticated` rather than with a torn connection.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::{ServerConnection, VerifierBuilderError, WebPkiClientVerifier};
+use rustls::{
+    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
+};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tonic::transport::server::Connected;
+
+use super::auth::Caller;
+use super::pki::{self, PkiError, ServerIdentity};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("TLS setup: {0}")]
+    Rustls(#[from] rustls::Error),
+    #[error("the OS CA certificate {0}")]
+    Ca(#[from] PkiError),
+    #[error("cannot verify client certificates: {0}")]
+    Verifier(#[from] VerifierBuilderError),
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn finish(mut config: ServerConfig) -> ServerConfig {
+    // apid speaks gRPC: HTTP/2 only.
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    config
+}
+
+pub fn maintenance_config(identity: ServerIdentity) -> Result<ServerConfig, TlsError> {
+    let config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(identity.chain, identity.key)?;
+    Ok(finish(config))
+}
+
+pub fn configured_config(identity: ServerIdentity) -> Result<ServerConfig, TlsError> {
+    let provider = provider();
+    let verifier = ProofOfPossession {
+        algorithms: provider.signature_verification_algorithms,
+    };
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(Arc::new(verifier))
+        .with_single_cert(identity.chain, identity.key)?;
+    Ok(finish(config))
+}
+
+/// Requires a client certificate and proof of its key, nothing more.
+#[derive(Debug)]
+struct ProofOfPossession {
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ClientCertVerifier for ProofOfPossession {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+/// Judges client certificates against the node's OS CA.
+pub struct ClientCheck {
+    verifier: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientCheck {
+    pub fn trusting(os_ca: &str) -> Result<Self, TlsError> {
+        let mut roots = RootCertStore::empty();
+        roots.add(pki::certificate_der(os_ca)?)?;
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider()).build()?;
+        Ok(Self { verifier })
+    }
+
+    pub fn caller(&self, connection: &ServerConnection) -> Caller {
+        let Some((leaf, intermediates)) = connection
+            .peer_certificates()
+            .and_then(|chain| chain.split_first())
+        else {
+            return Caller::Untrusted {
+                reason: "no client certificate".into(),
+            };
+        };
+        match self
+            .verifier
+            .verify_client_cert(leaf, intermediates, UnixTime::now())
+        {
+            Ok(_) => Caller::Verified {
+                roles: pki::organizations(leaf),
+            },
+            Err(e) => Caller::Untrusted {
+                reason: e.to_string(),
+            },
+        }
+    }
+}
+
+/// An accepted TLS connection and who is on the other end; tonic hands
+/// the caller to every request on it.
+pub struct TlsConnection {
+    pub stream: tokio_rustls::server::TlsStream<TcpStream>,
+    pub caller: Caller,
+}
+
+impl Connected for TlsConnection {
+    type ConnectInfo = Caller;
+
+    fn connect_info(&self) -> Caller {
+        self.caller.clone()
+    }
+}
+
+impl AsyncRead for TlsConnection {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TlsConnection {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}

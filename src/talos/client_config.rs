@@ -1,0 +1,216 @@
+//! The admin's client configs, made offline from the secrets bundle:
+//! - talosconfig: a context named after the cluster, the control-plane IPs
+//!   as endpoints and nodes, the OS CA, and an `os:admin` client
+//!   certificate (Ed25519, signed by the OS CA), as `talosctl gen config`
+//!   makes it;
+//! - admin kubeconfig: the cluster endpoint, the Kubernetes CA and a
+//!   `CN=admin, O=system:masters` client certificate (ECDSA P-256, signed by
+//!   the Kubernetes CA), as Talos' `kubeconfig` API makes it.
+//!
+//! Both certificates are valid for a year; [`ClientConfig::expires`] says
+//! until when, so they can be renewed in time.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use rcgen::KeyUsagePurpose;
+use serde_json::json;
+
+use super::Secrets;
+use super::config::is_cluster_name;
+use super::pki::{ClientCertificateRequest, IssuedCertificate, KeyAlgorithm, PkiError};
+use super::yaml;
+use crate::network_plan::NetworkPlan;
+
+/// How long admin client certificates last (Talos: one year).
+pub const ADMIN_CERTIFICATE_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Talos API role of the talosconfig certificate.
+const TALOS_ADMIN_ROLE: &str = "os:admin";
+/// Kubernetes user and group of the kubeconfig certificate.
+const KUBERNETES_ADMIN_USER: &str = "admin";
+const KUBERNETES_ADMIN_GROUP: &str = "system:masters";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientConfigError {
+    #[error(
+        "invalid cluster_name {0:?}: must be 1-63 characters [a-z0-9-], starting and ending alphanumeric"
+    )]
+    InvalidClusterName(String),
+    #[error("could not issue the {what} client certificate: {source}")]
+    Certificate {
+        what: &'static str,
+        #[source]
+        source: PkiError,
+    },
+}
+
+/// A client config (YAML with a private key) and when its certificate
+/// expires. Debug output shows the expiry only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    contents: String,
+    expires: SystemTime,
+}
+
+impl ClientConfig {
+    pub fn as_str(&self) -> &str {
+        &self.contents
+    }
+
+    pub fn into_string(self) -> String {
+        self.contents
+    }
+
+    /// The client certificate's not-after time.
+    pub fn expires(&self) -> SystemTime {
+        self.expires
+    }
+}
+
+impl fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("expires", &self.expires)
+            .finish_non_exhaustive()
+    }
+}
+
+/// talosconfig for `talosctl`.
+pub fn talosconfig(
+    cluster_name: &str,
+    plan: &NetworkPlan,
+    secrets: &Secrets,
+) -> Result<ClientConfig, ClientConfigError> {
+    talosconfig_at(cluster_name, plan, secrets, SystemTime::now())
+}
+
+pub(crate) fn talosconfig_at(
+    cluster_name: &str,
+    plan: &NetworkPlan,
+    secrets: &Secrets,
+    now: SystemTime,
+) -> Result<ClientConfig, ClientConfigError> {
+    check_cluster_name(cluster_name)?;
+    let certificate = issue(
+        secrets.os_ca(),
+        "Talos admin",
+        ClientCertificateRequest {
+            common_name: None,
+            organization: TALOS_ADMIN_ROLE.into(),
+            algorithm: KeyAlgorithm::Ed25519,
+            key_usages: vec![KeyUsagePurpose::DigitalSignature],
+            validity: ADMIN_CERTIFICATE_VALIDITY,
+        },
+        now,
+    )?;
+    let control_plane: Vec<String> = plan
+        .control_plane()
+        .ips
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let document = json!({
+        "context": cluster_name,
+        "contexts": {
+            cluster_name: {
+                "endpoints": control_plane,
+                "nodes": control_plane,
+                "ca": STANDARD.encode(secrets.os_ca().certificate_pem()),
+                "crt": STANDARD.encode(&certificate.cert_pem),
+                "key": STANDARD.encode(certificate.key.as_pem()),
+            },
+        },
+    });
+    Ok(ClientConfig {
+        contents: yaml::to_string(&[document]),
+        expires: certificate.not_after,
+    })
+}
+
+/// An admin kubeconfig that works before the cluster is up.
+pub fn admin_kubeconfig(
+    cluster_name: &str,
+    plan: &NetworkPlan,
+    secrets: &Secrets,
+) -> Result<ClientConfig, ClientConfigError> {
+    admin_kubeconfig_at(cluster_name, plan, secrets, SystemTime::now())
+}
+
+pub(crate) fn admin_kubeconfig_at(
+    cluster_name: &str,
+    plan: &NetworkPlan,
+    secrets: &Secrets,
+    now: SystemTime,
+) -> Result<ClientConfig, ClientConfigError> {
+    check_cluster_name(cluster_name)?;
+    let certificate = issue(
+        secrets.kubernetes_ca(),
+        "Kubernetes admin",
+        ClientCertificateRequest {
+            common_name: Some(KUBERNETES_ADMIN_USER.into()),
+            organization: KUBERNETES_ADMIN_GROUP.into(),
+            algorithm: KeyAlgorithm::EcdsaP256,
+            key_usages: vec![
+                KeyUsagePurpose::DigitalSignature,
+                KeyUsagePurpose::KeyEncipherment,
+            ],
+            validity: ADMIN_CERTIFICATE_VALIDITY,
+        },
+        now,
+    )?;
+    let user = format!("{KUBERNETES_ADMIN_USER}@{cluster_name}");
+    let document = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{
+            "name": cluster_name,
+            "cluster": {
+                "server": plan.cluster_endpoint(),
+                "certificate-authority-data": STANDARD.encode(secrets.kubernetes_ca().certificate_pem()),
+            },
+        }],
+        "users": [{
+            "name": user,
+            "user": {
+                "client-certificate-data": STANDARD.encode(&certificate.cert_pem),
+                "client-key-data": STANDARD.encode(certificate.key.as_pem()),
+            },
+        }],
+        "contexts": [{
+            "name": user,
+            "context": {"cluster": cluster_name, "namespace": "default", "user": user},
+        }],
+        "current-context": user,
+        "preferences": {},
+    });
+    Ok(ClientConfig {
+        contents: yaml::to_string(&[document]),
+        expires: certificate.not_after,
+    })
+}
+
+fn check_cluster_name(cluster_name: &str) -> Result<(), ClientConfigError> {
+    if is_cluster_name(cluster_name) {
+        Ok(())
+    } else {
+        Err(ClientConfigError::InvalidClusterName(
+            cluster_name.to_owned(),
+        ))
+    }
+}
+
+fn issue(
+    ca: &super::pki::CertificateAuthority,
+    what: &'static str,
+    request: ClientCertificateRequest,
+    now: SystemTime,
+) -> Result<IssuedCertificate, ClientConfigError> {
+    ca.issue(&request, now)
+        .map_err(|source| ClientConfigError::Certificate { what, source })
+}
+
+#[cfg(test)]
+mod tests;

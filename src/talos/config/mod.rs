@@ -1,0 +1,124 @@
+//! Machine configs for private-only Talos nodes on Hetzner Cloud, shaped like
+//! Talos' own output for the contract (v1.11 or v1.12), plus hct's settings.
+//!
+//! Where things live:
+//! - `input`: [`NodeConfigInput`], its defaults and checks.
+//! - `contract`: Talos / Kubernetes versions and what each contract emits.
+//! - `machine`: the `machine` section (kubelet, features, labels, taints).
+//! - `install`: the install disk and the Image Factory installer image.
+//! - `network`: DHCP, the default route via the gateway, the hostname
+//!   (v1.11 inline; v1.12 `HostnameConfig`/`LinkConfig`/`DHCPv4Config`).
+//! - `cluster`: the `cluster` section (endpoint, ranges, CAs, components, etcd).
+//! - `labels`: Kubernetes rules for node labels and taints.
+//! - `patch`: user `config_patches` (strategic merge, JSON6902, `$patch: delete`).
+//! - `user_data`: fitting a config into Hetzner's 32 KiB user data.
+
+mod cluster;
+mod contract;
+mod input;
+mod install;
+mod labels;
+mod machine;
+mod network;
+mod patch;
+mod user_data;
+
+use std::fmt;
+
+use serde_json::json;
+
+pub use contract::{Contract, KubernetesVersion, TalosVersion};
+pub(crate) use input::is_cluster_name;
+pub use input::{
+    DEFAULT_INSTALL_DISK, DEFAULT_PRIVATE_INTERFACE, DEFAULT_TALOS_VERSION, NodeConfigInput, Role,
+};
+pub use patch::PatchError;
+pub use user_data::{USER_DATA_LIMIT, user_data};
+
+use crate::network_plan::NetworkPlan;
+use crate::talos::Secrets;
+use crate::talos::yaml;
+
+/// Why a machine config could not be made. Never carries secrets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "unsupported Talos version {0:?}: hct generates configs for Talos v1.11 and v1.12 (e.g. v1.12.6)"
+    )]
+    UnsupportedTalosVersion(String),
+    #[error(
+        "Kubernetes {kubernetes} is not supported by Talos {talos}, which runs {oldest} to {newest}"
+    )]
+    UnsupportedKubernetesVersion {
+        kubernetes: String,
+        talos: String,
+        oldest: String,
+        newest: String,
+    },
+    #[error("invalid {field}: {reason}")]
+    InvalidInput { field: &'static str, reason: String },
+    #[error("config_patches[{index}]: {error}")]
+    Patch {
+        index: usize,
+        #[source]
+        error: PatchError,
+    },
+    #[error(
+        "the machine config is {size} bytes ({compressed} gzipped and base64-encoded), more than \
+         Hetzner's user data limit of {limit} bytes; trim config_patches (inline manifests are \
+         the usual bulk: move them to cluster.extraManifests URLs)"
+    )]
+    UserDataTooLarge {
+        size: usize,
+        compressed: usize,
+        limit: usize,
+    },
+}
+
+/// A node's machine config: multi-document YAML holding the cluster's
+/// secrets. Debug output shows its size only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MachineConfig(String);
+
+impl MachineConfig {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Debug for MachineConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MachineConfig(<{} bytes, redacted>)", self.0.len())
+    }
+}
+
+/// The machine config of one node: hct's settings for the plan, then the
+/// user's patches in order.
+pub fn generate(
+    input: &NodeConfigInput,
+    plan: &NetworkPlan,
+    secrets: &Secrets,
+) -> Result<MachineConfig, ConfigError> {
+    let node = input.check()?;
+    let mut documents = vec![json!({
+        "version": "v1alpha1",
+        "debug": false,
+        // Deprecated and ignored, but still what Talos' generator writes.
+        "persist": true,
+        "machine": machine::section(&node, plan, secrets),
+        "cluster": cluster::section(&node, plan, secrets),
+    })];
+    documents.extend(network::documents(&node, plan));
+    for (index, text) in input.config_patches.iter().enumerate() {
+        patch::apply(&mut documents, text, node.contract)
+            .map_err(|error| ConfigError::Patch { index, error })?;
+    }
+    Ok(MachineConfig(yaml::to_string(&documents)))
+}
+
+#[cfg(test)]
+mod tests;

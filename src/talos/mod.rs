@@ -1,0 +1,24 @@
+//! Talos Linux configuration: the cluster's secrets, the client configs
+//! (talosconfig, admin kubeconfig) and each node's machine config.
+//!
+//! Where things live:
+//! - `secrets`: the secrets bundle and talosctl's `secrets.yaml`.
+//! - `pki`: the CAs, client certificates and private key formats.
+//! - `client_config`: talosconfig and the offline admin kubeconfig.
+//! - `config`: machine configs, user patches and Hetzner user data.
+//! - `yaml`: YAML in and out.
+
+pub mod client_config;
+pub mod config;
+pub mod pki;
+pub mod secrets;
+pub(crate) mod yaml;
+
+#[cfg(test)]
+mod benchmark;
+#[cfg(test)]
+pub(crate) mod testing;
+
+pub use config::{ConfigError, MachineConfig, NodeConfigInput, Role, generate, user_data};
+pub use secrets::{Secrets, SecretsError};
+pub use yaml::YamlError;
