@@ -2,43 +2,16 @@
 //! adoption instead of duplicates, and riding out rate limits, 5xx bursts,
 //! locks and failing actions — or giving up with a diagnostic that says why.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hct::hcloud::models::Labels;
 use hct::hcloud::{Client, ClientConfig, FirstPoll, HcloudError, LabelSelector, PrivateServer};
 use hct::provider::config::Secret;
-use hct_sim::{FaultSpec, Profile, Sim, SimHandle, SimOptions};
-
-async fn sim() -> SimHandle {
-    Sim::start(SimOptions {
-        seed: true,
-        durations: hct_sim::Durations::new(Profile::Fast),
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap()
-}
-
-fn client(sim: &SimHandle) -> Client {
-    Client::new(ClientConfig {
-        endpoint: sim.endpoint().parse().unwrap(),
-        token: Secret::new(sim.token()),
-        poll_interval: Duration::from_millis(50),
-        first_poll: FirstPoll::AfterPollInterval,
-    })
-    .unwrap()
-}
-
-fn seeded_network(sim: &SimHandle) -> i64 {
-    sim.inspect(|w| {
-        w.networks
-            .values()
-            .find(|n| n.name == "the private network")
-            .map(|n| n.id)
-            .unwrap()
-    })
-}
+use hct_sim::{FaultSpec, SimHandle};
+use support::sim::{client, seeded_network, start as sim};
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs

@@ -9,13 +9,15 @@
 //! need configs hct would never make (another cluster's CA, a wrong trustd
 //! token, no default route) and take them from hct-sim's samples.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::IpAddr;
 use std::time::Duration;
 
 use base64::Engine;
-use hct::hcloud::{Client, ClientConfig, FirstPoll, PrivateServer};
+use hct::hcloud::PrivateServer;
 use hct::network_plan::{self, NetworkPlan, NetworkPlanInput, NodeGroupInput};
 use hct::provider::config::Secret;
 use hct::talos::{NodeConfigInput, Role, Secrets};
@@ -23,7 +25,8 @@ use hct::talos_api::{
     AdminCredentials, ApplyMode, Bootstrapped, NodeAddress, TalosClient, TalosError, Trust,
 };
 use hct_sim::talos::sample::{ClientCertificate, SampleCluster, SampleNetwork, SampleNode};
-use hct_sim::{Durations, Id, Profile, Sim, SimHandle, SimOptions};
+use hct_sim::{Id, SimHandle};
+use support::sim::{client as hcloud, start as sim};
 use tokio::time::Instant;
 
 const GATEWAY: &str = "10.0.0.1";
@@ -31,46 +34,12 @@ const ENDPOINT: &str = "https://10.0.128.11:6443";
 /// How long a node may take to do what a test waits for.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-async fn sim() -> SimHandle {
-    Sim::start(SimOptions {
-        seed: true,
-        durations: Durations::new(Profile::Fast),
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap()
-}
-
-fn hcloud(sim: &SimHandle) -> Client {
-    Client::new(ClientConfig {
-        endpoint: sim.endpoint().parse().unwrap(),
-        token: Secret::new(sim.token()),
-        poll_interval: Duration::from_millis(50),
-        first_poll: FirstPoll::AfterPollInterval,
-    })
-    .unwrap()
-}
-
 /// The seeded Talos snapshot of `version` for amd64, and the seeded network.
 fn seeded(sim: &SimHandle, version: &str) -> (Id, Id) {
-    sim.inspect(|w| {
-        let image = w
-            .images
-            .values()
-            .find(|i| {
-                i.labels.get("version").map(String::as_str) == Some(version)
-                    && i.labels.get("arch").map(String::as_str) == Some("amd64")
-            })
-            .map(|i| i.id)
-            .unwrap();
-        let network = w
-            .networks
-            .values()
-            .find(|n| n.name == "the private network")
-            .map(|n| n.id)
-            .unwrap();
-        (image, network)
-    })
+    (
+        support::sim::seeded_talos_image(sim, version, "amd64"),
+        support::sim::seeded_network(sim),
+    )
 }
 
 /// Creates a private-only Talos server at `ip` and waits until it runs.

@@ -39,16 +39,7 @@ async fn finds_the_snapshot_and_explains_a_missing_one() {
     })
     .await
     .unwrap();
-    let seeded = sim.inspect(|w| {
-        w.images
-            .values()
-            .find(|i| {
-                i.labels.get("version").map(String::as_str) == Some("v1.12.6")
-                    && i.labels.get("arch").map(String::as_str) == Some("amd64")
-            })
-            .map(|i| i.id)
-            .unwrap()
-    });
+    let seeded = support::sim::seeded_talos_image(&sim, "v1.12.6", "amd64");
     let mut ws = Workspace::dev_override(&[("main.tf", CONFIG)]);
     ws.env("HCLOUD_ENDPOINT", sim.endpoint())
         .env("HCLOUD_TOKEN", sim.token());

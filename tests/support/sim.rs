@@ -1,0 +1,55 @@
+//! hct-sim for tests: a seeded emulator with fast actions, hct's Hetzner
+//! client pointed at it, and the seeded network and Talos snapshots.
+
+use std::time::Duration;
+
+use hct::hcloud::{Client, ClientConfig, FirstPoll};
+use hct::provider::config::Secret;
+use hct_sim::{Durations, Profile, Sim, SimHandle, SimOptions};
+
+/// The seeded emulator ("the private network", Talos snapshots) with fast actions.
+pub async fn start() -> SimHandle {
+    Sim::start(SimOptions {
+        seed: true,
+        durations: Durations::new(Profile::Fast),
+        ..SimOptions::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// hct's client for `sim`, polling at once (the sim is much faster than Hetzner).
+pub fn client(sim: &SimHandle) -> Client {
+    Client::new(ClientConfig {
+        endpoint: sim.endpoint().parse().unwrap(),
+        token: Secret::new(sim.token()),
+        poll_interval: Duration::from_millis(50),
+        first_poll: FirstPoll::AfterPollInterval,
+    })
+    .unwrap()
+}
+
+/// The id of the seeded network "the private network".
+pub fn seeded_network(sim: &SimHandle) -> i64 {
+    sim.inspect(|w| {
+        w.networks
+            .values()
+            .find(|n| n.name == "the private network")
+            .map(|n| n.id)
+            .unwrap()
+    })
+}
+
+/// The id of the seeded Talos snapshot of `version` for `arch`.
+pub fn seeded_talos_image(sim: &SimHandle, version: &str, arch: &str) -> i64 {
+    sim.inspect(|w| {
+        w.images
+            .values()
+            .find(|i| {
+                i.labels.get("version").map(String::as_str) == Some(version)
+                    && i.labels.get("arch").map(String::as_str) == Some(arch)
+            })
+            .map(|i| i.id)
+            .unwrap()
+    })
+}
