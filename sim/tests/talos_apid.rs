@@ -108,6 +108,23 @@ fn apid_endpoint(sim: &SimHandle, id: Id) -> Option<String> {
         .map(|e| e["target"].as_str().unwrap().to_string())
 }
 
+/// Posts a server action, retrying while an earlier action locks the server.
+async fn post_when_unlocked(sim: &SimHandle, path: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (status, _) = call(sim, Method::POST, path, None).await;
+        if status == StatusCode::CREATED {
+            return;
+        }
+        assert_eq!(status, StatusCode::LOCKED, "{path} refused");
+        assert!(
+            Instant::now() < deadline,
+            "{path}: the server stayed locked"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn until(what: &str, holds: impl Fn() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !holds() {
@@ -242,14 +259,13 @@ async fn apid_answers_only_while_the_server_runs_on_a_network() {
     let ip = private_ip(&sim, id);
     assert_eq!(socks5(sim.proxy_addr(), ip, APID).await.0, 0);
 
-    let path = format!("/servers/{id}/actions/poweroff");
-    call(&sim, Method::POST, &path, None).await;
+    // The previous action may still hold the server's lock (423).
+    post_when_unlocked(&sim, &format!("/servers/{id}/actions/poweroff")).await;
     until("apid withdrawn", || apid_endpoint(&sim, id).is_none()).await;
     assert_eq!(server_view(&sim, id)["talos"]["phase"], "off");
     assert_ne!(socks5(sim.proxy_addr(), ip, APID).await.0, 0);
 
-    let path = format!("/servers/{id}/actions/poweron");
-    call(&sim, Method::POST, &path, None).await;
+    post_when_unlocked(&sim, &format!("/servers/{id}/actions/poweron")).await;
     until("apid back", || apid_endpoint(&sim, id).is_some()).await;
     sim.shutdown().await.unwrap();
 }
