@@ -4,7 +4,8 @@
 //! Where things live:
 //! - `network_plan`: the address plan of a private cluster and the plan-time
 //!   checks that keep it from half-working (gateway, node ranges, pod CIDR).
-//! - `data_sources`: the Terraform data sources, one module each.
+//! - `data_sources`, `resources`: the Terraform data sources and managed
+//!   resources, one module each.
 //! - `hcloud`: the Hetzner Cloud API client.
 //! - `talos`: Talos secrets, client configs and machine configs (the default
 //!   route is generated in `talos::config::network`).
@@ -15,6 +16,7 @@
 //! - `protocol`: plugin protocol v6 over gRPC and the go-plugin handshake.
 //! - `docs`: the registry docs, generated from the schemas.
 
+pub mod cluster;
 pub mod data_sources;
 pub mod der;
 pub mod docs;
@@ -24,6 +26,7 @@ pub mod logging;
 pub mod network_plan;
 pub mod protocol;
 pub mod provider;
+pub mod resources;
 pub mod talos;
 pub mod talos_api;
 pub mod talos_image;

@@ -258,6 +258,7 @@ impl World {
             Completion::ServerStopped { server, .. } => {
                 if let Some(s) = self.servers.get_mut(&server) {
                     s.status = ServerStatus::Off;
+                    s.rescue = None;
                     self.emit(SimEvent::ServerStopped { server });
                 }
             }
@@ -354,8 +355,13 @@ impl World {
         // Rescue mode is used up by the first boot into it.
         let into = if s.rescue_enabled {
             s.rescue_enabled = false;
+            s.rescue = Some(crate::rescue::RescueSession {
+                keys: std::mem::take(&mut s.rescue_keys),
+                booted_at: at,
+            });
             BootTarget::Rescue
         } else {
+            s.rescue = None;
             BootTarget::Disk
         };
         s.boot = Some(into);

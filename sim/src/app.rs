@@ -113,6 +113,9 @@ impl Shared {
             crate::faults::FaultSpec::Talos(fault) => {
                 self.world().config.talos_faults.push(fault);
             }
+            crate::faults::FaultSpec::Rescue(fault) => {
+                self.world().config.rescue_faults.push(fault);
+            }
         }
     }
 
@@ -121,6 +124,7 @@ impl Shared {
         let mut world = self.world();
         world.config.action_failures.clear();
         world.config.talos_faults.clear();
+        world.config.rescue_faults.clear();
     }
 
     /// Everything, as `GET /_sim/state` shows it, with the proxy's endpoints.
@@ -142,6 +146,7 @@ impl Shared {
         let world = self.world();
         let actions = world.config.action_failures.clone();
         let talos = world.config.talos_faults.clone();
-        serde_json::json!({"routes": routes, "actions": actions, "talos": talos})
+        let rescue = world.config.rescue_faults.clone();
+        serde_json::json!({"routes": routes, "actions": actions, "talos": talos, "rescue": rescue})
     }
 }

@@ -43,6 +43,8 @@ fn table(command: &str) -> (u64, u64, u64) {
         "create_image" => (200, 5_000, 45_000),
         "change_server_type" => (200, 5_000, 60_000),
         "enable_rescue" | "disable_rescue" => (50, 500, 2_000),
+        // Not an action: a rescue system writing a Talos image to the disk.
+        "rescue_write_image" => (100, 2_000, 40_000),
         "attach_to_network" | "detach_from_network" | "change_alias_ips" => (50, 1_000, 3_000),
         "add_subnet" | "delete_subnet" | "add_route" | "delete_route" => (50, 500, 2_000),
         _ => (50, 1_000, 3_000),

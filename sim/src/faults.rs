@@ -7,6 +7,7 @@
 //! {"route": "GET /servers/{id}", "respond": "rate_limited", "count": 2}
 //! {"route": "*", "latency_ms": 200}
 //! {"action": "create_image", "count": 1, "code": "action_failed"}
+//! {"rescue": "download_fails", "count": 1}
 //! ```
 
 use std::time::Duration;
@@ -196,6 +197,8 @@ pub enum FaultSpec {
     Action(ActionFailure),
     /// A fault of the emulated Talos nodes (`{"talos": "unreachable", …}`).
     Talos(crate::talos::faults::TalosFault),
+    /// A fault of the emulated rescue systems (`{"rescue": "slow_ssh", …}`).
+    Rescue(crate::rescue::RescueFault),
     Route(RouteFault),
 }
 

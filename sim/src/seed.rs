@@ -74,6 +74,7 @@ pub fn system_images(world: &mut World) {
                     architecture,
                     labels: Labels::new(),
                     delete_protected: false,
+                    content: None,
                 },
             );
         }
@@ -139,6 +140,7 @@ pub fn hct_project(world: &mut World, now: Timestamp) -> Result<(), crate::error
                     architecture,
                     labels: talos_labels(version, arch),
                     delete_protected: false,
+                    content: None,
                 },
             );
         }

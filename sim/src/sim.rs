@@ -20,9 +20,10 @@ use crate::events::SimEvent;
 use crate::faults::{ActionFailure, FaultSpec, RouteFaults};
 use crate::persist::{self, PersistError};
 use crate::ratelimit::RateLimiter;
+use crate::rescue::RescueFault;
 use crate::state::{Id, World, WorldConfig};
 use crate::talos::faults::{GrpcCode, ServerRef, TalosFault};
-use crate::{admin, api, gateway, seed, socks5, talos};
+use crate::{admin, api, gateway, rescue, seed, socks5, talos};
 
 /// How often due actions are finished when nobody asks.
 const TICK: Duration = Duration::from_millis(50);
@@ -134,6 +135,10 @@ impl Sim {
             shared.clone(),
             stopped.clone(),
         )));
+        tasks.push(tokio::spawn(rescue::supervisor::supervise(
+            shared.clone(),
+            stopped.clone(),
+        )));
         if let Some(path) = options.state_file.clone() {
             tasks.push(tokio::spawn(persist::keep_saved(
                 shared.clone(),
@@ -156,11 +161,13 @@ fn build_shared(options: &SimOptions) -> Result<Shared, SimError> {
     let mut route_rules = Vec::new();
     let mut action_failures = Vec::new();
     let mut talos_faults = Vec::new();
+    let mut rescue_faults = Vec::new();
     for fault in &options.faults {
         match fault.clone() {
             FaultSpec::Route(rule) => route_rules.push(rule),
             FaultSpec::Action(failure) => action_failures.push(failure),
             FaultSpec::Talos(fault) => talos_faults.push(fault),
+            FaultSpec::Rescue(fault) => rescue_faults.push(fault),
         }
     }
     let loaded = match &options.state_file {
@@ -173,6 +180,7 @@ fn build_shared(options: &SimOptions) -> Result<Shared, SimError> {
         durations: options.durations.clone(),
         action_failures,
         talos_faults,
+        rescue_faults,
     };
     seed::system_images(&mut world);
     if fresh && options.seed {
@@ -297,6 +305,23 @@ impl SimHandle {
             code: GrpcCode(code),
             message: Some(message.to_string()),
             count: Some(count),
+        }));
+    }
+
+    /// Rescue systems' SSH comes up only `delay` after they boot.
+    pub fn slow_rescue_ssh(&self, delay: Duration) {
+        self.add_fault(FaultSpec::Rescue(RescueFault::SlowSsh {
+            server: None,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+        }));
+    }
+
+    /// The next `count` image downloads in rescue systems fail (curl exits 22).
+    pub fn fail_next_downloads(&self, count: u32) {
+        self.add_fault(FaultSpec::Rescue(RescueFault::DownloadFails {
+            server: None,
+            count: Some(count),
+            message: None,
         }));
     }
 

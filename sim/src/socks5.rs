@@ -1,6 +1,7 @@
 //! A SOCKS5 proxy (RFC 1928: no authentication, CONNECT only) into the
-//! emulated private networks. `<private-ip>:<port>` of a running server
-//! leads to the loopback service registered for that server and port;
+//! emulated private networks. `<private-ip>:<port>` (or `<public-ipv4>:<port>`)
+//! of a running server leads to the loopback service registered for that
+//! server and port;
 //! anything else gets the failure a real network would give. The proxy
 //! never connects anywhere but 127.0.0.0/8.
 
@@ -72,14 +73,18 @@ pub async fn serve(listener: TcpListener, sim: AppState, mut stop: watch::Receiv
     }
 }
 
-/// Where a private address leads, or the reply that explains why nowhere.
+/// Where a server's address leads, or the reply that explains why nowhere.
+/// Private IPs (and aliases) and public IPv4s lead to the services
+/// registered for the server (e.g. the rescue system's SSH on port 22).
 pub fn resolve(sim: &AppState, ip: Ipv4Addr, port: u16) -> Result<SocketAddr, Reply> {
     let server = {
         let world = sim.world();
+        let public = ip.to_string();
         let found = world.servers.values().find(|s| {
             s.private_net
                 .iter()
                 .any(|p| p.ip == ip || p.alias_ips.contains(&ip))
+                || s.public_ipv4.as_ref().is_some_and(|p| p.ip == public)
         });
         match found {
             Some(s) if s.status == ServerStatus::Running => s.id,

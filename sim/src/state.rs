@@ -116,6 +116,8 @@ pub struct WorldConfig {
     pub action_failures: Vec<ActionFailure>,
     /// Faults of the emulated Talos nodes.
     pub talos_faults: Vec<TalosFault>,
+    /// Faults of the emulated rescue systems.
+    pub rescue_faults: Vec<crate::rescue::RescueFault>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -236,13 +238,23 @@ impl World {
                 view["ssh_keys"] = json!(s.ssh_keys);
                 view["boot"] = json!(s.boot);
                 view["talos"] = json!(s.talos);
+                view["rescue"] = json!(s.rescue);
+                view["disk"] = json!(s.disk);
                 view
             })
             .collect();
         json!({
             "servers": servers,
             "networks": self.networks.values().map(|n| n.to_api(self)).collect::<Vec<_>>(),
-            "images": self.images.values().map(|i| i.to_api(self)).collect::<Vec<_>>(),
+            "images": self
+                .images
+                .values()
+                .map(|i| {
+                    let mut view = i.to_api(self);
+                    view["content"] = json!(i.content);
+                    view
+                })
+                .collect::<Vec<_>>(),
             "ssh_keys": self.ssh_keys.values().map(SshKey::to_api).collect::<Vec<_>>(),
             "placement_groups": self
                 .placement_groups

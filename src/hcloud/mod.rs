@@ -21,4 +21,4 @@ mod ssh_keys;
 pub use client::{Client, ClientConfig, FirstPoll};
 pub use error::{ApiError, HcloudError};
 pub use labels::LabelSelector;
-pub use servers::{CreatedServer, PrivateServer};
+pub use servers::{BuilderServer, CreatedServer, PrivateServer};

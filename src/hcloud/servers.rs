@@ -363,3 +363,66 @@ impl Client {
         Ok(server)
     }
 }
+
+/// A throwaway server with a public IPv4 (for work that needs the internet
+/// and SSH from outside, such as writing an image from the rescue system),
+/// created stopped.
+#[derive(Debug, Clone)]
+pub struct BuilderServer {
+    pub name: String,
+    pub server_type: String,
+    pub location: String,
+    /// Image id or name (the rescue system ignores it).
+    pub image: String,
+    pub labels: Labels,
+    pub ssh_keys: Vec<i64>,
+}
+
+impl Client {
+    /// Creates the builder server stopped, with a public IPv4 and no IPv6.
+    /// A server of the same name carrying all of `spec.labels` (a create
+    /// whose answer was lost and retried) is adopted.
+    pub async fn create_builder_server(
+        &self,
+        spec: &BuilderServer,
+    ) -> Result<CreatedServer, HcloudError> {
+        let body = json!({
+            "name": spec.name,
+            "server_type": spec.server_type,
+            "location": spec.location,
+            "image": spec.image,
+            "start_after_create": false,
+            "public_net": {"enable_ipv4": true, "enable_ipv6": false},
+            "labels": spec.labels,
+            "ssh_keys": spec.ssh_keys,
+        });
+        match self
+            .call::<CreateAnswer>(Method::POST, "servers", &[], Some(&body), Retry::Transient)
+            .await
+        {
+            Ok(answer) => Ok(CreatedServer {
+                server: answer.server,
+                action: Some(answer.action),
+                adopted: false,
+            }),
+            Err(e) if e.code() == Some("uniqueness_error") => {
+                match self.server_by_name(&spec.name).await? {
+                    Some(existing)
+                        if spec
+                            .labels
+                            .iter()
+                            .all(|(k, v)| existing.labels.get(k) == Some(v)) =>
+                    {
+                        Ok(CreatedServer {
+                            server: existing,
+                            action: None,
+                            adopted: true,
+                        })
+                    }
+                    _ => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -7,6 +7,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::duration;
+use crate::hcloud::FirstPoll;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Schema, Type, Value};
 
 pub const DEFAULT_HCLOUD_ENDPOINT: &str = "https://api.hetzner.cloud/v1";
@@ -43,6 +44,8 @@ pub struct ProviderConfig {
     /// SOCKS5 proxy that reaches the nodes' private IPs.
     pub talos_proxy: Option<Url>,
     pub poll_interval: Duration,
+    /// When an action is first polled (see [`FirstPoll`]).
+    pub first_poll: FirstPoll,
 }
 
 pub fn schema() -> Schema {
@@ -75,8 +78,11 @@ pub fn schema() -> Schema {
     )
     .attribute(
         Attribute::optional("poll_interval", Type::String).description(
-            "How often to poll Hetzner actions and Talos nodes at first (hct backs off from there \
-         for long waits). A duration such as `\"500ms\"` or `\"2s\"`. Default: `\"500ms\"`.",
+            "How often to poll Hetzner actions at first (hct backs off from there for long \
+         waits). A duration such as `\"500ms\"` or `\"2s\"`. Default: the `HCT_POLL_INTERVAL` \
+         environment variable, else `\"500ms\"` with the first poll of an action after the \
+         time Hetzner typically takes for it (fewer requests). When set, actions are polled \
+         at this interval from the start (useful against hct-sim).",
         ),
     )
 }
@@ -172,9 +178,18 @@ pub fn resolve(
             .map_err(|d| diagnostics.push(from_source(d, &source, "talos_proxy")))
             .ok(),
     };
-    let poll_interval = match config.get("poll_interval").as_str() {
-        None => DEFAULT_POLL_INTERVAL,
-        Some(text) => parse_poll_interval(text).unwrap_or(DEFAULT_POLL_INTERVAL),
+    // Set explicitly, the interval also times the first poll of an action;
+    // by default the first poll waits for Hetzner's typical duration (fewer
+    // requests against the hourly budget).
+    let (poll_interval, first_poll) = match pick("poll_interval", &["HCT_POLL_INTERVAL"]) {
+        None => (DEFAULT_POLL_INTERVAL, FirstPoll::AfterTypicalDuration),
+        Some((text, source)) => match parse_poll_interval(&text) {
+            Ok(interval) => (interval, FirstPoll::AfterPollInterval),
+            Err(d) => {
+                diagnostics.push(from_source(d, &source, "poll_interval"));
+                (DEFAULT_POLL_INTERVAL, FirstPoll::AfterTypicalDuration)
+            }
+        },
     };
     match hcloud_endpoint {
         Some(hcloud_endpoint) if !diagnostics.has_errors() => Ok(Some(ProviderConfig {
@@ -182,6 +197,7 @@ pub fn resolve(
             hcloud_endpoint,
             talos_proxy,
             poll_interval,
+            first_poll,
         })),
         _ => Err(diagnostics),
     }

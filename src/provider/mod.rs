@@ -179,7 +179,11 @@ impl Provider {
                 Arc::new(NetworkPlanDataSource),
                 Arc::new(TalosImageDataSource),
             ],
-            vec![],
+            vec![
+                Arc::new(crate::resources::cluster::ClusterResource),
+                Arc::new(crate::resources::worker_pool::WorkerPoolResource),
+                Arc::new(crate::resources::talos_image::TalosImageResource),
+            ],
         )
     }
 
@@ -219,7 +223,7 @@ impl Provider {
                     endpoint: config.hcloud_endpoint.clone(),
                     token,
                     poll_interval: config.poll_interval,
-                    first_poll: Default::default(),
+                    first_poll: config.first_poll,
                 })
                 .map_err(|e| e.to_diagnostic("setting up the API client"))?,
             ),

@@ -192,6 +192,46 @@ pub(crate) fn admin_kubeconfig_at(
     })
 }
 
+/// A short-lived `os:admin` client certificate for hct's own Talos API calls
+/// (the talosconfig handed to the user is issued once and kept in state).
+pub struct ApiCredentials {
+    /// PEM of the OS CA certificate the nodes' certificates chain to.
+    pub os_ca: String,
+    pub certificate: String,
+    /// PEM of the Ed25519 key (secret).
+    pub key: String,
+}
+
+impl fmt::Debug for ApiCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiCredentials").finish_non_exhaustive()
+    }
+}
+
+/// Issues [`ApiCredentials`] valid for `validity` from now.
+pub fn api_credentials(
+    secrets: &Secrets,
+    validity: Duration,
+) -> Result<ApiCredentials, ClientConfigError> {
+    let certificate = issue(
+        secrets.os_ca(),
+        "Talos API",
+        ClientCertificateRequest {
+            common_name: None,
+            organization: TALOS_ADMIN_ROLE.into(),
+            algorithm: KeyAlgorithm::Ed25519,
+            key_usages: vec![KeyUsagePurpose::DigitalSignature],
+            validity,
+        },
+        SystemTime::now(),
+    )?;
+    Ok(ApiCredentials {
+        os_ca: secrets.os_ca().certificate_pem().to_string(),
+        certificate: certificate.cert_pem.clone(),
+        key: certificate.key.as_pem().to_string(),
+    })
+}
+
 fn check_cluster_name(cluster_name: &str) -> Result<(), ClientConfigError> {
     if is_cluster_name(cluster_name) {
         Ok(())

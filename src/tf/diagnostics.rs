@@ -174,6 +174,14 @@ impl From<Diagnostic> for Diagnostics {
     }
 }
 
+impl FromIterator<Diagnostic> for Diagnostics {
+    fn from_iter<I: IntoIterator<Item = Diagnostic>>(iter: I) -> Self {
+        let mut diagnostics = Diagnostics::new();
+        diagnostics.extend(iter);
+        diagnostics
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

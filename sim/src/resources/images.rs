@@ -74,6 +74,10 @@ pub struct Image {
     pub architecture: Architecture,
     pub labels: Labels,
     pub delete_protected: bool,
+    /// For snapshots: the Talos image the server's disk held, if a rescue
+    /// system wrote one (hidden from the API; shown by `/_sim/state`).
+    #[serde(default)]
+    pub content: Option<crate::rescue::DiskImage>,
 }
 
 impl Image {

@@ -130,6 +130,16 @@ pub struct Server {
     pub rebuild_protected: bool,
     pub boot: Option<BootTarget>,
     pub talos: Option<TalosNode>,
+    /// OpenSSH public keys the next boot into rescue lets in (given to
+    /// `enable_rescue`).
+    #[serde(default)]
+    pub rescue_keys: Vec<String>,
+    /// The rescue system, while the server runs it.
+    #[serde(default)]
+    pub rescue: Option<crate::rescue::RescueSession>,
+    /// The Talos image a rescue system wrote to the disk.
+    #[serde(default)]
+    pub disk: Option<crate::rescue::DiskImage>,
 }
 
 /// A server as requested by `POST /servers`; references are IDs or names.
@@ -566,6 +576,9 @@ impl World {
             rebuild_protected: false,
             boot: None,
             talos,
+            rescue_keys: Vec::new(),
+            rescue: None,
+            disk: None,
         };
         for network in &spec.networks {
             let (ip, alias_ips) =
@@ -741,15 +754,21 @@ impl World {
         {
             return Err(ApiError::field("type", "must be 'linux64'"));
         }
+        let mut public_keys = Vec::new();
         for key in ssh_keys {
-            if self.find_ssh_key(key).is_none() {
-                return Err(ApiError::field(
-                    "ssh_keys",
-                    format!("SSH key '{key}' not found"),
-                ));
+            match self.find_ssh_key(key) {
+                Some(found) => public_keys.push(found.public_key.clone()),
+                None => {
+                    return Err(ApiError::field(
+                        "ssh_keys",
+                        format!("SSH key '{key}' not found"),
+                    ));
+                }
             }
         }
-        self.server_mut(id)?.rescue_enabled = true;
+        let server = self.server_mut(id)?;
+        server.rescue_enabled = true;
+        server.rescue_keys = public_keys;
         let action = self.start_action(
             NewAction::on(
                 "enable_rescue",
@@ -763,7 +782,9 @@ impl World {
 
     pub fn disable_rescue(&mut self, id: Id, now: Timestamp) -> Result<Id, ApiError> {
         self.actionable(id)?;
-        self.server_mut(id)?.rescue_enabled = false;
+        let server = self.server_mut(id)?;
+        server.rescue_enabled = false;
+        server.rescue_keys.clear();
         Ok(self.start_action(
             NewAction::on(
                 "disable_rescue",
@@ -818,6 +839,7 @@ impl World {
             architecture,
             labels,
             delete_protected: false,
+            content: server.disk.clone(),
         };
         let image_id = self.next_id(Some(ResourceKind::Image));
         self.images.insert(

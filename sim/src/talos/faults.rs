@@ -26,7 +26,7 @@ pub enum ServerRef {
 }
 
 impl ServerRef {
-    fn matches(&self, server: &Server) -> bool {
+    pub(crate) fn matches(&self, server: &Server) -> bool {
         match self {
             Self::Id(id) => server.id == *id,
             Self::Name(name) => server.name == *name,

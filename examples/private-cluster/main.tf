@@ -1,0 +1,128 @@
+# The reference layout: a private-only Talos cluster with 3 control planes
+# and two worker pools, on an existing Hetzner network that has a cloud
+# subnet 10.0.128.0/24 and a route 0.0.0.0/0 to a NAT gateway.
+#
+# Run it against hct-sim with `scripts/demo` (see the README); against
+# Hetzner, set HCLOUD_TOKEN, HCT_TALOS_PROXY (a SOCKS5 proxy into the private
+# network, e.g. Tailscale's) and network_id.
+
+terraform {
+  required_providers {
+    hct = {
+      source = "registry.hct.internal/hct/hct"
+    }
+  }
+}
+
+provider "hct" {}
+
+variable "network_id" {
+  description = "The Hetzner network the nodes join (ip_range 10.0.0.0/16)."
+  type        = number
+}
+
+variable "cluster_name" {
+  type    = string
+  default = "noreturn"
+}
+
+variable "talos_version" {
+  type    = string
+  default = "v1.12.6"
+}
+
+variable "location" {
+  type    = string
+  default = "nbg1"
+}
+
+variable "create_timeout" {
+  description = "How long creating the control plane may take."
+  type        = string
+  default     = "30m"
+}
+
+variable "worker_pools" {
+  description = "Pools by name: where they live in the node subnet, how many nodes, which server type."
+  type = map(object({
+    cidr   = string
+    nodes  = number
+    sku    = string
+    labels = map(string)
+  }))
+  default = {
+    platform = { cidr = "10.0.128.32/27", nodes = 3, sku = "cx33", labels = { purpose = "platform" } }
+    general  = { cidr = "10.0.128.64/27", nodes = 3, sku = "cx23", labels = { purpose = "general" } }
+  }
+}
+
+data "hct_network_plan" "this" {
+  network_cidr  = "10.0.0.0/16"
+  node_subnet   = "10.0.128.0/24"
+  control_plane = { cidr = "10.0.128.16/28", nodes = 3 }
+  worker_pools  = { for name, pool in var.worker_pools : name => { cidr = pool.cidr, nodes = pool.nodes } }
+  service_cidr  = "10.0.192.0/21"
+  # A /19 holds 32 nodes at one /24 each. (10.0.200.0/19 would not be a
+  # network address: hct rejects it and says why.)
+  pod_cidr = "10.0.224.0/19"
+}
+
+# Finds the Talos snapshot of this release (hct-sim has one), or builds it
+# on a temporary server from the Image Factory's image.
+resource "hct_talos_image" "this" {
+  talos_version = var.talos_version
+  architecture  = "amd64"
+  location      = var.location
+  # Building takes minutes: keep the snapshot when the cluster goes.
+  keep_on_destroy = true
+}
+
+resource "hct_cluster" "this" {
+  name          = var.cluster_name
+  network_id    = var.network_id
+  network_plan  = data.hct_network_plan.this.json
+  talos_version = var.talos_version
+  image_id      = hct_talos_image.this.id
+  schematic_id  = hct_talos_image.this.schematic_id
+  control_plane = { server_type = "cx23", location = var.location }
+
+  timeouts {
+    create = var.create_timeout
+  }
+}
+
+resource "hct_worker_pool" "this" {
+  for_each    = var.worker_pools
+  worker_join = hct_cluster.this.worker_join
+  name        = each.key
+  server_type = each.value.sku
+  location    = var.location
+  node_labels = each.value.labels
+}
+
+output "endpoint" {
+  value = hct_cluster.this.endpoint
+}
+
+output "control_plane_nodes" {
+  value = hct_cluster.this.control_plane_nodes
+}
+
+output "worker_nodes" {
+  value = { for name, pool in hct_worker_pool.this : name => pool.nodes }
+}
+
+output "cilium_values" {
+  description = "Helm values for Cilium that match the plan (install it next)."
+  value       = data.hct_network_plan.this.cilium_values
+}
+
+output "kubeconfig" {
+  value     = hct_cluster.this.kubeconfig
+  sensitive = true
+}
+
+output "talosconfig" {
+  value     = hct_cluster.this.talosconfig
+  sensitive = true
+}

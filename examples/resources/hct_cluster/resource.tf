@@ -1,0 +1,37 @@
+data "hct_network_plan" "this" {
+  network_cidr  = "10.0.0.0/16"
+  node_subnet   = "10.0.128.0/24"
+  control_plane = { cidr = "10.0.128.16/28", nodes = 3 }
+  worker_pools  = { general = { cidr = "10.0.128.64/27", nodes = 3 } }
+  service_cidr  = "10.0.192.0/21"
+  pod_cidr      = "10.0.224.0/19"
+}
+
+resource "hct_talos_image" "this" {
+  talos_version = "v1.12.6"
+  architecture  = "amd64"
+  location      = "nbg1"
+}
+
+resource "hct_cluster" "this" {
+  name          = "noreturn"
+  network_id    = hcloud_network.this.id # with a cloud subnet 10.0.128.0/24 and a route 0.0.0.0/0 → NAT
+  network_plan  = data.hct_network_plan.this.json
+  talos_version = "v1.12.6"
+  image_id      = hct_talos_image.this.id
+  schematic_id  = hct_talos_image.this.schematic_id
+  control_plane = { server_type = "cx23", location = "nbg1" }
+
+  config_patches = [yamlencode({
+    machine = { time = { servers = ["ntp1.hetzner.de"] } }
+  })]
+
+  timeouts {
+    create = "30m"
+  }
+}
+
+output "kubeconfig" {
+  value     = hct_cluster.this.kubeconfig
+  sensitive = true
+}

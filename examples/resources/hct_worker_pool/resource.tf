@@ -1,0 +1,12 @@
+resource "hct_worker_pool" "general" {
+  worker_join = hct_cluster.this.worker_join
+  name        = "general" # a key of the network plan's worker_pools: CIDR and node count come from there
+  server_type = "cx23"
+  location    = "nbg1"
+  node_labels = { purpose = "general" }
+  node_taints = [{ key = "dedicated", value = "batch", effect = "NoSchedule" }]
+}
+
+output "general_nodes" {
+  value = hct_worker_pool.general.nodes
+}

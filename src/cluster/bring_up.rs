@@ -1,0 +1,160 @@
+//! Talos after the servers run: every control plane answers over mTLS, one
+//! is bootstrapped, all are etcd members with etcd and kubelet healthy;
+//! workers are configured with kubelet running. (Not Kubernetes `Ready`:
+//! the CNI comes after, installed with the plan's `cilium_values`.)
+
+use futures_util::future::join_all;
+use tracing::info;
+
+use super::ClusterError;
+use super::provision::{Group, NodeRecord};
+use super::wait::{self, Retry};
+use crate::talos_api::{Bootstrapped, TalosClient, TalosError};
+
+/// Waits until the control plane is up; bootstraps etcd on the first node.
+pub async fn control_plane(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), ClusterError> {
+    let Some(first) = nodes.first() else {
+        return Ok(());
+    };
+    for result in join_all(nodes.iter().map(|n| talos_api(group, n))).await {
+        result?;
+    }
+    bootstrap(group, first).await?;
+    etcd_members(group, first, nodes).await?;
+    for result in join_all(
+        nodes
+            .iter()
+            .map(|n| services(group, n, &["etcd", "kubelet"])),
+    )
+    .await
+    {
+        result?;
+    }
+    info!(nodes = nodes.len(), "control plane is up");
+    Ok(())
+}
+
+/// Waits until every worker is configured and runs kubelet.
+pub async fn workers(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), ClusterError> {
+    let waits = nodes.iter().map(|n| async move {
+        talos_api(group, n).await?;
+        services(group, n, &["kubelet"]).await
+    });
+    for result in join_all(waits).await {
+        result?;
+    }
+    Ok(())
+}
+
+/// Until the node answers with the cluster's certificate (it is configured).
+async fn talos_api(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterError> {
+    let address = group.address(&node.ip)?;
+    wait::until(
+        group.deadline,
+        &node.name,
+        "waiting for the Talos API",
+        || {
+            let address = address.clone();
+            async move {
+                let mut client = TalosClient::connect(&address, group.trust).await?;
+                client.version().await?;
+                Ok(())
+            }
+        },
+    )
+    .await
+}
+
+/// Bootstraps etcd on `node`; already bootstrapped is fine (a rerun).
+async fn bootstrap(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterError> {
+    let address = group.address(&node.ip)?;
+    let outcome = wait::until(group.deadline, &node.name, "bootstrapping etcd", || {
+        let address = address.clone();
+        async move {
+            let mut client = TalosClient::connect(&address, group.trust).await?;
+            match client.bootstrap().await {
+                Ok(outcome) => Ok(outcome),
+                Err(e @ TalosError::NotControlPlane { .. }) => {
+                    Err(Retry::Fatal(ClusterError::Talos(e)))
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+    })
+    .await?;
+    match outcome {
+        Bootstrapped::Now => info!(node = %node.name, "bootstrapped etcd"),
+        Bootstrapped::Already => info!(node = %node.name, "etcd was bootstrapped already"),
+    }
+    Ok(())
+}
+
+/// Until etcd (asked on `ask`) lists every control-plane node.
+async fn etcd_members(
+    group: &Group<'_>,
+    ask: &NodeRecord,
+    nodes: &[NodeRecord],
+) -> Result<(), ClusterError> {
+    let address = group.address(&ask.ip)?;
+    wait::until(
+        group.deadline,
+        &ask.name,
+        "waiting for all control planes in etcd",
+        || {
+            let address = address.clone();
+            async move {
+                let mut client = TalosClient::connect(&address, group.trust).await?;
+                let members = client.etcd_members().await?;
+                let missing: Vec<&str> = nodes
+                    .iter()
+                    .filter(|n| {
+                        !members
+                            .iter()
+                            .any(|m| m.hostname == n.name && !m.is_learner)
+                    })
+                    .map(|n| n.name.as_str())
+                    .collect();
+                if missing.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Retry::Again(format!(
+                        "not yet etcd members: {}",
+                        missing.join(", ")
+                    )))
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// Until each of `wanted` runs healthy on the node.
+async fn services(
+    group: &Group<'_>,
+    node: &NodeRecord,
+    wanted: &[&str],
+) -> Result<(), ClusterError> {
+    let address = group.address(&node.ip)?;
+    let step = format!("waiting for {}", wanted.join(" and "));
+    wait::until(group.deadline, &node.name, &step, || {
+        let address = address.clone();
+        async move {
+            let mut client = TalosClient::connect(&address, group.trust).await?;
+            let services = client.services().await?;
+            let pending: Vec<String> = wanted
+                .iter()
+                .filter_map(|id| match services.iter().find(|s| s.id == *id) {
+                    Some(s) if s.state == "Running" && s.healthy => None,
+                    Some(s) => Some(format!("{id} is {}", s.state)),
+                    None => Some(format!("{id} is not started")),
+                })
+                .collect();
+            if pending.is_empty() {
+                Ok(())
+            } else {
+                Err(Retry::Again(pending.join(", ")))
+            }
+        }
+    })
+    .await
+}

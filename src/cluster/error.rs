@@ -1,0 +1,97 @@
+//! Why building or changing a cluster failed, with what to do about it.
+
+use std::time::Duration;
+
+use crate::duration;
+use crate::hcloud::HcloudError;
+use crate::talos::config::ConfigError;
+use crate::talos_api::TalosError;
+use crate::tf::Diagnostic;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{doing}: {source}")]
+    Hcloud {
+        doing: String,
+        #[source]
+        source: Box<HcloudError>,
+    },
+    #[error("{0}")]
+    Talos(#[from] TalosError),
+    #[error(
+        "{node}: {step}: gave up after {} (timeout {}); last: {last}",
+        duration::format(*.waited),
+        duration::format(*.timeout)
+    )]
+    Timeout {
+        node: String,
+        step: String,
+        waited: Duration,
+        timeout: Duration,
+        last: String,
+    },
+    #[error("stopped by Terraform (Ctrl-C) while {step}")]
+    Stopped { step: String },
+    #[error("{node}: machine config: {source}")]
+    Config {
+        node: String,
+        #[source]
+        source: Box<ConfigError>,
+    },
+    #[error("Talos API credentials: {0}")]
+    Credentials(String),
+    #[error("{0}")]
+    Conflict(String),
+}
+
+impl ClusterError {
+    pub fn hcloud(doing: impl Into<String>) -> impl FnOnce(HcloudError) -> ClusterError {
+        let doing = doing.into();
+        move |source| ClusterError::Hcloud {
+            doing,
+            source: Box::new(source),
+        }
+    }
+
+    pub fn config(node: &str) -> impl FnOnce(ConfigError) -> ClusterError {
+        let node = node.to_string();
+        move |source| ClusterError::Config {
+            node,
+            source: Box::new(source),
+        }
+    }
+
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        match self {
+            ClusterError::Hcloud { doing, source } => source.to_diagnostic(doing),
+            ClusterError::Talos(error) => error.to_diagnostic("talking to a node"),
+            ClusterError::Timeout { node, .. } => Diagnostic::error(
+                format!("Timed out waiting for {node}"),
+                format!(
+                    "{self}.\n\nThe node's server exists and is recorded in state. Check that \
+                     the network has a route 0.0.0.0/0 to a working NAT gateway (nodes pull \
+                     their images through it), that talos_proxy reaches the private network, \
+                     and the server's console in the Hetzner Console. Raise the timeout with a \
+                     `timeouts` block if the nodes are just slow; rerun apply to continue."
+                ),
+            ),
+            ClusterError::Stopped { .. } => Diagnostic::error(
+                "Stopped",
+                format!(
+                    "{self}. Everything created so far is in state; run apply again to continue."
+                ),
+            ),
+            ClusterError::Config { .. } => Diagnostic::error(
+                "Invalid machine config",
+                format!("{self}. Fix config_patches or the cluster's inputs."),
+            ),
+            ClusterError::Credentials(_) => Diagnostic::error(
+                "Invalid machine secrets",
+                format!("{self}. machine_secrets must be a talosctl secrets.yaml."),
+            ),
+            ClusterError::Conflict(_) => {
+                Diagnostic::error("Conflicting object on Hetzner", self.to_string())
+            }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Building and running the nodes of a private Talos cluster on Hetzner:
+//! the logic behind `hct_cluster` and `hct_worker_pool`, free of Terraform
+//! types so it reads as the runbook it automates.
+//!
+//! Where things live:
+//! - `naming`: server and placement-group names, and the labels that mark
+//!   what hct owns (how reruns adopt instead of duplicating).
+//! - `layout`: which nodes a group should have, from the network plan.
+//! - `settings`: the cluster-wide inputs every node's config is made from,
+//!   and the worker-join bundle that carries them to worker pools.
+//! - `preflight`: checks against Hetzner before anything is created.
+//! - `provision`: servers and placement groups of one group (create, adopt,
+//!   scale down, re-apply configs, delete).
+//! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet.
+//! - `wait`: retrying with progress logs, timeouts and Ctrl-C.
+//! - `error`: what can go wrong, as diagnostics that say what to do.
+
+pub mod bring_up;
+pub mod error;
+pub mod layout;
+pub mod naming;
+pub mod preflight;
+pub mod provision;
+pub mod settings;
+pub mod wait;
+
+pub use error::ClusterError;
+pub use layout::NodeSlot;
+pub use provision::{GroupSpec, NodeRecord, Recorder};
+pub use settings::{ClusterSettings, ConfigDelivery, WorkerJoin};

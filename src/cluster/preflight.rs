@@ -1,0 +1,343 @@
+//! Checks against Hetzner before anything is created, so a wrong network,
+//! image or server type fails the plan with the fix instead of leaving
+//! half a cluster behind.
+
+use crate::hcloud::Client;
+use crate::hcloud::models::Network;
+use crate::network_plan::NetworkPlan;
+use crate::tf::{AttrPath, Diagnostic, Diagnostics};
+
+/// Servers Hetzner allows in one network.
+pub const MAX_SERVERS_PER_NETWORK: usize = 100;
+
+/// What to check, and where in the configuration each input came from.
+pub struct Preflight<'a> {
+    pub network_id: i64,
+    pub plan: &'a NetworkPlan,
+    /// None while not known yet (an image built in the same apply); its
+    /// checks then wait for apply.
+    pub image_id: Option<&'a str>,
+    pub talos_version: &'a str,
+    pub server_type: &'a str,
+    pub location: &'a str,
+    /// Servers this change adds to the network.
+    pub new_servers: usize,
+    pub paths: Paths,
+}
+
+pub struct Paths {
+    pub network_id: AttrPath,
+    pub network_plan: AttrPath,
+    pub image_id: AttrPath,
+    pub server_type: AttrPath,
+    pub location: AttrPath,
+}
+
+/// A `datacenter` given as location (`nbg1-dc3`): the location, and a
+/// deprecation warning. Hetzner removed `datacenter` from server creation.
+pub fn location(text: &str, path: AttrPath) -> (String, Option<Diagnostic>) {
+    match text.split_once("-dc") {
+        Some((location, number))
+            if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (
+                location.to_string(),
+                Some(
+                    Diagnostic::warning(
+                        "Datacenter given as location",
+                        format!(
+                            "{text:?} is a datacenter; Hetzner no longer takes datacenters when \
+                         creating servers. hct uses its location {location:?}: write \
+                         {location:?} to silence this warning."
+                        ),
+                    )
+                    .at(path),
+                ),
+            )
+        }
+        _ => (text.to_string(), None),
+    }
+}
+
+impl Preflight<'_> {
+    /// Every finding; errors mean nothing may be created.
+    pub async fn run(&self, client: &Client) -> Diagnostics {
+        let mut found = Diagnostics::new();
+        let (network, image, server_type) = tokio::join!(
+            client.network(self.network_id),
+            self.image(client),
+            client.server_type(self.server_type),
+        );
+        match network {
+            Ok(Some(network)) => self.check_network(&network, &mut found),
+            Ok(None) => found.push(
+                Diagnostic::error(
+                    "Network not found",
+                    format!(
+                        "Hetzner network {} does not exist, or the API token belongs to another \
+                         project. Pass the id of an existing network (e.g. hcloud_network.this.id).",
+                        self.network_id
+                    ),
+                )
+                .at(self.paths.network_id.clone()),
+            ),
+            Err(e) => found.push(e.to_diagnostic("reading the network")),
+        }
+        let image_architecture = match image {
+            Ok(Some(image)) => self.check_image(&image, &mut found),
+            Ok(None) if self.image_id.is_none() => None,
+            Ok(None) => {
+                found.push(
+                    Diagnostic::error(
+                        "Talos image not found",
+                        format!(
+                            "Image {} does not exist in this project. Build one with resource \
+                             \"hct_talos_image\", or look one up with data \"hct_talos_image\".",
+                            self.image_id.unwrap_or_default()
+                        ),
+                    )
+                    .at(self.paths.image_id.clone()),
+                );
+                None
+            }
+            Err(e) => {
+                found.push(e.to_diagnostic("reading the image"));
+                None
+            }
+        };
+        match server_type {
+            Ok(Some(server_type)) => {
+                match server_type.offer_in(self.location) {
+                    None => found.push(
+                        Diagnostic::error(
+                            "Server type not offered at this location",
+                            format!(
+                                "{} is not offered in {:?}; it is offered in: {}. Pick another \
+                                 location or server type.",
+                                self.server_type,
+                                self.location,
+                                server_type
+                                    .locations
+                                    .iter()
+                                    .map(|l| l.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                        .at(self.paths.location.clone()),
+                    ),
+                    Some(offer) => {
+                        if let Some(deprecation) = offer.deprecation.as_ref().or(server_type.deprecation.as_ref()) {
+                            found.push(
+                                Diagnostic::warning(
+                                    "Deprecated server type",
+                                    format!(
+                                        "{} is deprecated in {} and can be ordered until {}. \
+                                         Plan a move to its successor.",
+                                        self.server_type, self.location, deprecation.unavailable_after
+                                    ),
+                                )
+                                .at(self.paths.server_type.clone()),
+                            );
+                        }
+                    }
+                }
+                if let Some(architecture) = image_architecture
+                    && architecture != server_type.architecture
+                {
+                    found.push(
+                        Diagnostic::error(
+                            "Image and server type differ in architecture",
+                            format!(
+                                "Image {} is for {architecture} servers, {} is {}. Use a Talos \
+                                 image of architecture {} (amd64 for x86, arm64 for arm), or \
+                                 another server type.",
+                                self.image_id.unwrap_or_default(),
+                                self.server_type,
+                                server_type.architecture,
+                                if server_type.architecture == "arm" { "arm64" } else { "amd64" },
+                            ),
+                        )
+                        .at(self.paths.server_type.clone()),
+                    );
+                }
+            }
+            Ok(None) => found.push(
+                Diagnostic::error(
+                    "Unknown server type",
+                    format!(
+                        "Hetzner has no server type {:?}. Use one such as cx23 (x86) or cax11 (arm).",
+                        self.server_type
+                    ),
+                )
+                .at(self.paths.server_type.clone()),
+            ),
+            Err(e) => found.push(e.to_diagnostic("reading the server type")),
+        }
+        found
+    }
+
+    async fn image(
+        &self,
+        client: &Client,
+    ) -> Result<Option<crate::hcloud::models::Image>, crate::hcloud::HcloudError> {
+        match self.image_id.map(str::parse::<i64>) {
+            Some(Ok(id)) => client.image(id).await,
+            Some(Err(_)) => Ok(None),
+            None => Ok(None),
+        }
+    }
+
+    fn check_network(&self, network: &Network, found: &mut Diagnostics) {
+        let plan = self.plan;
+        if network.ip_range != plan.network_cidr().to_string() {
+            found.push(
+                Diagnostic::error(
+                    "Network does not match the plan",
+                    format!(
+                        "Network {} has ip_range {}, the network plan was made for {}. Set \
+                         network_cidr of data \"hct_network_plan\" to {}.",
+                        network.id,
+                        network.ip_range,
+                        plan.network_cidr(),
+                        network.ip_range
+                    ),
+                )
+                .at(self.paths.network_plan.clone()),
+            );
+        }
+        let subnet = plan.node_subnet().to_string();
+        if !network
+            .subnets
+            .iter()
+            .any(|s| s.ip_range == subnet && s.kind == "cloud")
+        {
+            found.push(
+                Diagnostic::error(
+                    "Node subnet missing",
+                    format!(
+                        "Network {} has no cloud subnet {subnet} (it has: {}). Servers can only \
+                         get IPs inside a subnet: add resource \"hcloud_network_subnet\" with \
+                         ip_range = \"{subnet}\" and type = \"cloud\", or fix node_subnet of the \
+                         plan.",
+                        network.id,
+                        describe(
+                            network
+                                .subnets
+                                .iter()
+                                .map(|s| format!("{} ({})", s.ip_range, s.kind))
+                        )
+                    ),
+                )
+                .at(self.paths.network_plan.clone()),
+            );
+        }
+        if !network.routes.iter().any(|r| r.destination == "0.0.0.0/0") {
+            found.push(
+                Diagnostic::error(
+                    "No default route in the network",
+                    format!(
+                        "Network {} has no route 0.0.0.0/0: private-only nodes have no egress \
+                         (they cannot pull Talos or Kubernetes images). Add a route 0.0.0.0/0 → \
+                         your NAT gateway (resource \"hcloud_network_route\").",
+                        network.id
+                    ),
+                )
+                .at(self.paths.network_id.clone()),
+            );
+        }
+        let servers = network.servers.len() + self.new_servers;
+        if servers > MAX_SERVERS_PER_NETWORK {
+            found.push(
+                Diagnostic::error(
+                    "Too many servers for one network",
+                    format!(
+                        "Network {} has {} servers and this change adds {}; Hetzner allows \
+                         {MAX_SERVERS_PER_NETWORK} per network. Make fewer or smaller pools.",
+                        network.id,
+                        network.servers.len(),
+                        self.new_servers
+                    ),
+                )
+                .at(self.paths.network_plan.clone()),
+            );
+        }
+    }
+
+    /// The Hetzner architecture (`x86`/`arm`) of a usable image.
+    fn check_image(
+        &self,
+        image: &crate::hcloud::models::Image,
+        found: &mut Diagnostics,
+    ) -> Option<String> {
+        let at = self.paths.image_id.clone();
+        if image.status != "available" {
+            found.push(
+                Diagnostic::error(
+                    "Talos image not available",
+                    format!(
+                        "Image {} is {:?}; servers can only be created from an available image. \
+                         Wait for the snapshot to finish, or build it again.",
+                        image.id, image.status
+                    ),
+                )
+                .at(at),
+            );
+            return None;
+        }
+        match image.labels.get("os").map(String::as_str) {
+            Some("talos") => {}
+            _ => found.push(
+                Diagnostic::warning(
+                    "Image not labelled as Talos",
+                    format!(
+                        "Image {} has no label os=talos, so hct cannot tell it holds Talos. \
+                         Images built by resource \"hct_talos_image\" are labelled.",
+                        image.id
+                    ),
+                )
+                .at(at.clone()),
+            ),
+        }
+        if let Some(version) = image.labels.get("version")
+            && version != self.talos_version
+        {
+            found.push(
+                Diagnostic::error(
+                    "Image holds another Talos release",
+                    format!(
+                        "Image {} holds Talos {version}, talos_version is {}. The machine config \
+                         is made for talos_version: use an image of that release.",
+                        image.id, self.talos_version
+                    ),
+                )
+                .at(at),
+            );
+        }
+        Some(image.architecture.clone())
+    }
+}
+
+fn describe(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datacenters_become_locations_with_a_warning() {
+        let (name, warning) = location("nbg1-dc3", AttrPath::attr("location"));
+        assert_eq!(name, "nbg1");
+        assert!(!warning.unwrap().is_error());
+        let (name, warning) = location("fsn1", AttrPath::attr("location"));
+        assert_eq!(name, "fsn1");
+        assert!(warning.is_none());
+    }
+}

@@ -1,0 +1,202 @@
+//! The cluster-wide inputs of every node's machine config, and the
+//! worker-join bundle that hands them from `hct_cluster` to its pools.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::ClusterError;
+use crate::network_plan::NetworkPlan;
+use crate::provider::config::Secret;
+use crate::talos::client_config;
+use crate::talos::config::ConfigError;
+use crate::talos::{MachineConfig, NodeConfigInput, Role, Secrets};
+use crate::talos_api::{AdminCredentials, Trust};
+
+/// How long the certificate hct uses for its own Talos API calls lasts:
+/// longer than any apply, short enough not to matter if it leaked.
+const API_CERTIFICATE_VALIDITY: Duration = Duration::from_secs(6 * 3600);
+
+/// How a node gets its machine config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigDelivery {
+    /// In the server's user data: Talos reads it on first boot.
+    UserData,
+    /// Applied over the Talos API while the node is in maintenance mode
+    /// (keeps the config out of Hetzner's metadata service).
+    Apply,
+}
+
+impl ConfigDelivery {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "user_data" => Some(Self::UserData),
+            "apply" => Some(Self::Apply),
+            _ => None,
+        }
+    }
+}
+
+/// What a node's config is made from besides its own name and role.
+#[derive(Clone)]
+pub struct ClusterSettings {
+    pub cluster_name: String,
+    pub network_id: i64,
+    pub plan: NetworkPlan,
+    pub talos_version: String,
+    pub kubernetes_version: Option<String>,
+    /// The Talos snapshot servers are created from.
+    pub image_id: String,
+    pub schematic_id: String,
+    pub install_disk: String,
+    pub delivery: ConfigDelivery,
+    pub ssh_key_ids: Vec<i64>,
+    pub secrets: Secrets,
+}
+
+/// What differs between nodes of different groups.
+#[derive(Debug, Clone, Default)]
+pub struct NodeTraits {
+    pub node_labels: BTreeMap<String, String>,
+    /// Talos' form: key → `value:Effect` or `Effect`.
+    pub node_taints: BTreeMap<String, String>,
+    pub config_patches: Vec<String>,
+}
+
+impl ClusterSettings {
+    /// The machine config of node `hostname`.
+    pub fn node_config(
+        &self,
+        hostname: &str,
+        role: Role,
+        traits: &NodeTraits,
+    ) -> Result<MachineConfig, ConfigError> {
+        let input = NodeConfigInput {
+            cluster_name: self.cluster_name.clone(),
+            talos_version: self.talos_version.clone(),
+            kubernetes_version: self.kubernetes_version.clone(),
+            schematic_id: self.schematic_id.clone(),
+            install_disk: Some(self.install_disk.clone()),
+            hostname: hostname.to_string(),
+            role,
+            node_labels: traits.node_labels.clone(),
+            node_taints: traits.node_taints.clone(),
+            config_patches: traits.config_patches.clone(),
+            interface: None,
+        };
+        crate::talos::generate(&input, &self.plan, &self.secrets)
+    }
+
+    /// Credentials for hct's own calls to the nodes' Talos API.
+    pub fn api_trust(&self) -> Result<Trust, ClusterError> {
+        let credentials = client_config::api_credentials(&self.secrets, API_CERTIFICATE_VALIDITY)
+            .map_err(|e| ClusterError::Credentials(e.to_string()))?;
+        Ok(Trust::Admin(AdminCredentials {
+            os_ca: credentials.os_ca,
+            certificate: credentials.certificate,
+            key: Secret::new(credentials.key),
+        }))
+    }
+
+    /// Names the secrets in server labels: 16 hex digits of the SHA-256 of
+    /// the OS CA certificate (public, so safe in a label).
+    pub fn secrets_fingerprint(&self) -> String {
+        let digest = Sha256::digest(self.secrets.os_ca().certificate_pem().as_bytes());
+        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub fn worker_join(&self) -> WorkerJoin {
+        WorkerJoin {
+            version: WorkerJoin::VERSION,
+            cluster_name: self.cluster_name.clone(),
+            network_id: self.network_id,
+            network_plan: self.plan.to_json(),
+            talos_version: self.talos_version.clone(),
+            kubernetes_version: self.kubernetes_version.clone(),
+            image_id: self.image_id.clone(),
+            schematic_id: self.schematic_id.clone(),
+            install_disk: self.install_disk.clone(),
+            config_delivery: self.delivery,
+            ssh_key_ids: self.ssh_key_ids.clone(),
+            machine_secrets: self.secrets.to_yaml(),
+        }
+    }
+}
+
+/// SHA-256 of a machine config: what state records of the config a node
+/// was given, so a changed input shows as a planned re-apply.
+pub fn config_sha256(config: &MachineConfig) -> String {
+    let digest = Sha256::digest(config.as_str().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `hct_cluster.worker_join`: all a worker pool needs to make its nodes'
+/// configs and talk to them. Holds the machine secrets, so it is sensitive.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct WorkerJoin {
+    pub version: u32,
+    pub cluster_name: String,
+    pub network_id: i64,
+    pub network_plan: serde_json::Value,
+    pub talos_version: String,
+    pub kubernetes_version: Option<String>,
+    pub image_id: String,
+    pub schematic_id: String,
+    pub install_disk: String,
+    pub config_delivery: ConfigDelivery,
+    pub ssh_key_ids: Vec<i64>,
+    pub machine_secrets: String,
+}
+
+impl WorkerJoin {
+    /// Bumped when the bundle's meaning changes.
+    pub const VERSION: u32 = 1;
+
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).expect("the bundle is plain data")
+    }
+
+    /// Reads a bundle; the error never quotes it (it holds secrets).
+    pub fn decode(text: &str) -> Result<Self, String> {
+        let join: WorkerJoin = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "not a worker_join of hct_cluster (line {}, column {}); pass \
+                 hct_cluster.<name>.worker_join unchanged",
+                e.line(),
+                e.column()
+            )
+        })?;
+        if join.version != Self::VERSION {
+            return Err(format!(
+                "worker_join version {} is not understood by this hct (version {}); use the same \
+                 hct release for the cluster and its pools",
+                join.version,
+                Self::VERSION
+            ));
+        }
+        Ok(join)
+    }
+
+    pub fn settings(&self) -> Result<ClusterSettings, String> {
+        let plan = NetworkPlan::from_json(&self.network_plan)
+            .map_err(|e| format!("its network plan is invalid: {e}"))?;
+        let secrets = Secrets::from_yaml(&self.machine_secrets)
+            .map_err(|e| format!("its machine secrets are invalid: {e}"))?;
+        Ok(ClusterSettings {
+            cluster_name: self.cluster_name.clone(),
+            network_id: self.network_id,
+            plan,
+            talos_version: self.talos_version.clone(),
+            kubernetes_version: self.kubernetes_version.clone(),
+            image_id: self.image_id.clone(),
+            schematic_id: self.schematic_id.clone(),
+            install_disk: self.install_disk.clone(),
+            delivery: self.config_delivery,
+            ssh_key_ids: self.ssh_key_ids.clone(),
+            secrets,
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! Waiting for nodes: retry a step until it succeeds, logging progress per
+//! node ("noreturn-cp-2: waiting for Talos API, attempt 4, 12s"), and give
+//! up at the operation's deadline or at once when Terraform stops us.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use super::ClusterError;
+use crate::talos_api::TalosError;
+
+/// The first retry comes quickly; later ones back off to this.
+const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(2);
+const FIRST_RETRY_INTERVAL: Duration = Duration::from_millis(250);
+
+/// When an operation (create, update, delete) must be done by, and the
+/// signal that stops it early.
+#[derive(Clone)]
+pub struct Deadline {
+    started: Instant,
+    timeout: Duration,
+    cancel: CancellationToken,
+}
+
+impl Deadline {
+    pub fn new(timeout: Duration, cancel: CancellationToken) -> Self {
+        Self {
+            started: Instant::now(),
+            timeout,
+            cancel,
+        }
+    }
+
+    /// Time left, at least a second so a last call can still be made.
+    pub fn left(&self) -> Duration {
+        self.timeout
+            .saturating_sub(self.started.elapsed())
+            .max(Duration::from_secs(1))
+    }
+
+    pub fn is_past(&self) -> bool {
+        self.started.elapsed() >= self.timeout
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    pub fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Sleeps, or returns `Stopped` when Terraform stops us first.
+    pub async fn sleep(&self, duration: Duration, step: &str) -> Result<(), ClusterError> {
+        tokio::select! {
+            () = tokio::time::sleep(duration) => Ok(()),
+            () = self.cancel.cancelled() => Err(ClusterError::Stopped { step: step.to_string() }),
+        }
+    }
+}
+
+/// Runs `attempt` until it returns Ok, retrying Talos errors that say the
+/// node is not there yet. `node` and `step` name the wait in logs and in
+/// the timeout error.
+pub async fn until<T, F, Fut>(
+    deadline: &Deadline,
+    node: &str,
+    step: &str,
+    mut attempt: F,
+) -> Result<T, ClusterError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Retry>>,
+{
+    let started = Instant::now();
+    let mut interval = FIRST_RETRY_INTERVAL;
+    for number in 1.. {
+        let outcome = tokio::select! {
+            outcome = attempt() => outcome,
+            () = deadline.cancel.cancelled() => {
+                return Err(ClusterError::Stopped { step: format!("{node}: {step}") });
+            }
+        };
+        match outcome {
+            Ok(value) => {
+                debug!(node, step, attempts = number, "done");
+                return Ok(value);
+            }
+            Err(Retry::Fatal(error)) => return Err(error),
+            Err(Retry::Again(why)) => {
+                if deadline.is_past() {
+                    return Err(ClusterError::Timeout {
+                        node: node.to_string(),
+                        step: step.to_string(),
+                        waited: started.elapsed(),
+                        timeout: deadline.timeout,
+                        last: why,
+                    });
+                }
+                info!(
+                    "{node}: {step}, attempt {number}, {}s ({why})",
+                    started.elapsed().as_secs()
+                );
+                deadline.sleep(interval, &format!("{node}: {step}")).await?;
+                interval = (interval * 2).min(MAX_RETRY_INTERVAL);
+            }
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+/// What a failed attempt means for the wait.
+pub enum Retry {
+    /// Not yet: try again (the reason is logged and ends up in a timeout).
+    Again(String),
+    /// It will not get better by waiting.
+    Fatal(ClusterError),
+}
+
+impl From<TalosError> for Retry {
+    /// Unreachable and not-ready nodes are booting; a node still in
+    /// maintenance mode or rejecting a call may be mid-install (Talos
+    /// reboots into the applied config), so those are retried too; another
+    /// cluster's CA or refused credentials are not.
+    fn from(error: TalosError) -> Self {
+        match error {
+            TalosError::WrongCa { .. }
+            | TalosError::Unauthorized { .. }
+            | TalosError::Credentials(_) => Retry::Fatal(ClusterError::Talos(error)),
+            other => Retry::Again(other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn times_out_naming_the_node_and_the_last_reason() {
+        let deadline = Deadline::new(Duration::from_secs(3), CancellationToken::new());
+        let result: Result<(), _> = until(
+            &deadline,
+            "noreturn-cp-2",
+            "waiting for Talos API",
+            || async { Err(Retry::Again("connection refused".into())) },
+        )
+        .await;
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("noreturn-cp-2"), "{message}");
+        assert!(message.contains("waiting for Talos API"), "{message}");
+        assert!(message.contains("connection refused"), "{message}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stops_when_cancelled() {
+        let cancel = CancellationToken::new();
+        let deadline = Deadline::new(Duration::from_secs(3600), cancel.clone());
+        let waiting = until(&deadline, "n", "waiting", || async {
+            Err::<(), _>(Retry::Again("not yet".into()))
+        });
+        cancel.cancel();
+        assert!(matches!(waiting.await, Err(ClusterError::Stopped { .. })));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn succeeds_after_retries() {
+        let deadline = Deadline::new(Duration::from_secs(60), CancellationToken::new());
+        let mut calls = 0;
+        let value = until(&deadline, "n", "waiting", || {
+            calls += 1;
+            let ready = calls >= 3;
+            async move {
+                if ready {
+                    Ok(calls)
+                } else {
+                    Err(Retry::Again("booting".into()))
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(value, 3);
+    }
+}

@@ -1,0 +1,255 @@
+//! Reading `hct_cluster`'s configuration: checks that need no API (at
+//! validate time, with unknowns allowed) and the settings the cluster logic
+//! works from.
+
+use crate::cluster::naming::CONTROL_PLANE_GROUP;
+use crate::cluster::preflight;
+use crate::cluster::provision::GroupSpec;
+use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
+use crate::network_plan::NetworkPlan;
+use crate::resources::common::{
+    string_list, string_map, validate_server_labels, validate_timeouts,
+};
+use crate::talos::config::{DEFAULT_INSTALL_DISK, KubernetesVersion, TalosVersion};
+use crate::talos::{Role, Secrets};
+use crate::talos_image::schematic::Schematic;
+use crate::talos_release;
+use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
+
+/// Longest cluster name: server names `<name>-<pool>-<n>` must stay
+/// hostnames (63 characters) with room for pool names.
+pub const MAX_NAME: usize = 40;
+
+pub fn attr(name: &str) -> AttrPath {
+    AttrPath::attr(name)
+}
+
+pub fn control_plane_attr(name: &str) -> AttrPath {
+    AttrPath::attr("control_plane").attr_of(name)
+}
+
+/// The default schematic: no extensions, no extra kernel arguments.
+pub fn default_schematic() -> String {
+    Schematic::default().id()
+}
+
+/// The Kubernetes version Talos `talos_version` installs by default.
+pub fn default_kubernetes_version(talos_version: &str) -> Option<String> {
+    let talos: TalosVersion = talos_version.parse().ok()?;
+    Some(talos.contract().default_kubernetes_version().to_string())
+}
+
+/// Checks what can be checked without Hetzner; unknown values pass.
+pub fn validate(config: &Value) -> Diagnostics {
+    let mut found = Diagnostics::new();
+    if let Some(name) = config.get("name").as_str()
+        && !(crate::talos::config::is_cluster_name(name) && name.len() <= MAX_NAME)
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid cluster name",
+                format!(
+                    "name = {name:?}: use 1-{MAX_NAME} lower-case letters, digits and `-`, \
+                     starting and ending with a letter or digit (it prefixes every server name)."
+                ),
+            )
+            .at(attr("name")),
+        );
+    }
+    if let Some(text) = config.get("network_plan").as_str()
+        && let Err(why) = parse_plan(text)
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid network plan",
+                format!("{why}. Pass data.hct_network_plan.<name>.json."),
+            )
+            .at(attr("network_plan")),
+        );
+    }
+    if let Some(version) = config.get("talos_version").as_str() {
+        found.extend(check_talos_version(version));
+        if let Some(kubernetes) = config.get("kubernetes_version").as_str() {
+            found.extend(check_kubernetes_version(version, kubernetes));
+        }
+    }
+    if let Some(id) = config.get("image_id").as_str()
+        && id.parse::<i64>().is_err()
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid image_id",
+                format!("{id:?} is not a Hetzner image id; use hct_talos_image.<name>.id."),
+            )
+            .at(attr("image_id")),
+        );
+    }
+    if let Some(id) = config.get("schematic_id").as_str()
+        && !(id.len() == 64
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid schematic_id",
+                format!("{id:?} is not an Image Factory schematic id (64 lower-case hex digits)."),
+            )
+            .at(attr("schematic_id")),
+        );
+    }
+    if let Some(disk) = config.get("install_disk").as_str()
+        && !disk.starts_with("/dev/")
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid install_disk",
+                format!("{disk:?}: use a device path such as /dev/sda."),
+            )
+            .at(attr("install_disk")),
+        );
+    }
+    if let Some(delivery) = config.get("config_delivery").as_str()
+        && ConfigDelivery::parse(delivery).is_none()
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid config_delivery",
+                format!("{delivery:?}: use \"user_data\" or \"apply\"."),
+            )
+            .at(attr("config_delivery")),
+        );
+    }
+    if let Some(location) = config.get("control_plane").get("location").as_str() {
+        let (_, warning) = preflight::location(location, control_plane_attr("location"));
+        found.extend(warning);
+    }
+    found.extend(validate_server_labels(
+        config.get("control_plane").get("server_labels"),
+        control_plane_attr("server_labels"),
+    ));
+    if let Some(text) = config.get("machine_secrets").as_str()
+        && let Err(e) = Secrets::from_yaml(text)
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid machine_secrets",
+                format!("{e}. Pass a talosctl secrets.yaml (talosctl gen secrets)."),
+            )
+            .at(attr("machine_secrets")),
+        );
+    }
+    found.extend(validate_timeouts(config));
+    found
+}
+
+pub fn parse_plan(text: &str) -> Result<NetworkPlan, String> {
+    let json: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    NetworkPlan::from_json(&json)
+}
+
+fn check_talos_version(version: &str) -> Diagnostics {
+    let mut found = Diagnostics::new();
+    if let Err(e) = version.parse::<TalosVersion>() {
+        found.push(
+            Diagnostic::error("Unsupported Talos version", e.to_string()).at(attr("talos_version")),
+        );
+        return found;
+    }
+    if let Ok(release) = talos_release::TalosVersion::parse(version) {
+        found.extend(talos_release::known_problem(release).map(|w| w.at(attr("talos_version"))));
+    }
+    found
+}
+
+fn check_kubernetes_version(talos: &str, kubernetes: &str) -> Diagnostics {
+    let (Ok(talos), result) = (
+        talos.parse::<TalosVersion>(),
+        kubernetes.parse::<KubernetesVersion>(),
+    ) else {
+        return Diagnostics::new();
+    };
+    match result.and_then(|k| k.check_supported_by(&talos)) {
+        Ok(()) => Diagnostics::new(),
+        Err(e) => Diagnostic::error("Unsupported Kubernetes version", e.to_string())
+            .at(attr("kubernetes_version"))
+            .into(),
+    }
+}
+
+/// The settings of a wholly known configuration (after defaults), with the
+/// secrets to use; None when something is still unknown.
+pub fn settings(value: &Value, secrets: Secrets) -> Result<ClusterSettings, Diagnostic> {
+    let text = |name: &str| value.get(name).as_str().unwrap_or_default().to_string();
+    let plan = parse_plan(&text("network_plan"))
+        .map_err(|why| Diagnostic::error("Invalid network plan", why).at(attr("network_plan")))?;
+    Ok(ClusterSettings {
+        cluster_name: text("name"),
+        network_id: value.get("network_id").as_i64().unwrap_or_default(),
+        plan,
+        talos_version: text("talos_version"),
+        kubernetes_version: value.get("kubernetes_version").as_str().map(str::to_string),
+        image_id: text("image_id"),
+        schematic_id: value
+            .get("schematic_id")
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(default_schematic),
+        install_disk: value
+            .get("install_disk")
+            .as_str()
+            .unwrap_or(DEFAULT_INSTALL_DISK)
+            .to_string(),
+        delivery: value
+            .get("config_delivery")
+            .as_str()
+            .and_then(ConfigDelivery::parse)
+            .unwrap_or(ConfigDelivery::UserData),
+        ssh_key_ids: value
+            .get("ssh_key_ids")
+            .as_list()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_i64)
+            .collect(),
+        secrets,
+    })
+}
+
+/// Whether everything preflight looks at is known (at create, computed
+/// attributes are not, and need not be).
+pub fn preflight_inputs_known(value: &Value) -> bool {
+    [
+        "network_id",
+        "network_plan",
+        "talos_version",
+        "control_plane",
+    ]
+    .iter()
+    .all(|name| value.get(name).is_wholly_known() && !value.get(name).is_null())
+}
+
+/// The control plane as a group of servers.
+pub fn control_plane_group(value: &Value) -> GroupSpec {
+    let cp = value.get("control_plane");
+    let (location, _) = preflight::location(
+        cp.get("location").as_str().unwrap_or_default(),
+        control_plane_attr("location"),
+    );
+    GroupSpec {
+        group: CONTROL_PLANE_GROUP.to_string(),
+        role: Role::ControlPlane,
+        server_type: cp
+            .get("server_type")
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        location,
+        server_labels: string_map(cp.get("server_labels")),
+        traits: NodeTraits {
+            config_patches: string_list(value.get("config_patches")),
+            ..NodeTraits::default()
+        },
+    }
+}

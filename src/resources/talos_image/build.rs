@@ -1,0 +1,469 @@
+//! Building a Talos snapshot: a temporary key and server, the rescue
+//! system, the image written over SSH, a shutdown and a snapshot. The
+//! temporaries are deleted whatever happens (see `cleanup`).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::cleanup::{self, Leftovers};
+use super::pipeline;
+use super::spec::ImageSpec;
+use super::ssh::{self, BuilderKey, Route, SshError};
+use crate::hcloud::{BuilderServer, Client, HcloudError};
+use crate::talos_image;
+use crate::tf::{Diagnostic, Diagnostics};
+
+/// What the builder server is created from; the rescue system ignores it.
+const BUILDER_IMAGE: &str = "ubuntu-24.04";
+/// One SSH attempt (TCP, handshake, login) at most.
+const SSH_ATTEMPT: Duration = Duration::from_secs(20);
+const SSH_RETRY_CAP: Duration = Duration::from_secs(5);
+/// How long a server may take from the shutdown signal to `off` before it
+/// is powered off hard.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(120);
+
+/// What a build left: the snapshot (also when a later step failed, so the
+/// state keeps track of it) and what to tell the user.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub image: Option<i64>,
+    pub diagnostics: Diagnostics,
+}
+
+struct Build<'a> {
+    client: &'a Client,
+    spec: &'a ImageSpec,
+    route: Route,
+    cancel: &'a CancellationToken,
+    id: String,
+    deadline: Instant,
+    server: Option<i64>,
+    key: Option<i64>,
+    image: Option<i64>,
+}
+
+/// Builds the snapshot; never leaves the temporary server or key behind
+/// unless the API refuses to delete them (then a diagnostic says so).
+pub async fn build(
+    client: &Client,
+    spec: &ImageSpec,
+    route: Route,
+    cancel: &CancellationToken,
+) -> Outcome {
+    let mut build = Build {
+        client,
+        spec,
+        route,
+        cancel,
+        id: build_id(),
+        deadline: Instant::now() + spec.create_timeout,
+        server: None,
+        key: None,
+        image: None,
+    };
+    info!(
+        build = %build.id,
+        "talos image build: building Talos {} ({}) schematic {} in {} on a {}",
+        spec.version, spec.architecture, spec.schematic_id, spec.location, spec.server_type
+    );
+    let result = build.run().await;
+    let leftovers = cleanup::delete_build(client, &build.id, build.server, build.key).await;
+    let mut outcome = Outcome {
+        image: build.image,
+        diagnostics: Diagnostics::new(),
+    };
+    if let Err(diagnostic) = result {
+        outcome.diagnostics.push(diagnostic);
+    }
+    if !leftovers.is_empty() {
+        outcome
+            .diagnostics
+            .push(leftover_diagnostic(&build.id, &leftovers));
+    }
+    outcome
+}
+
+fn build_id() -> String {
+    let mut bytes = [0u8; 6];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = fastrand::u64(..).to_be_bytes()[..6]
+            .try_into()
+            .unwrap_or_default();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn leftover_diagnostic(build_id: &str, leftovers: &Leftovers) -> Diagnostic {
+    Diagnostic::warning(
+        "Temporary Talos image builder not deleted",
+        format!(
+            "hct could not delete everything the image build created:\n  - {}\n\nThey are \
+             labelled {}={} and {}={build_id}; the next hct_talos_image build deletes them once \
+             they expire, or delete them in the Hetzner console now (they cost money while they \
+             exist).",
+            leftovers.0.join("\n  - "),
+            cleanup::TEMPORARY_LABEL,
+            cleanup::TEMPORARY_VALUE,
+            cleanup::BUILD_LABEL,
+        ),
+    )
+}
+
+impl Build<'_> {
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    fn failed(&self, step: &str, e: &HcloudError) -> Diagnostic {
+        let mut d = e.to_diagnostic(&format!("Talos image build: {step}"));
+        if matches!(e, HcloudError::Timeout { .. }) {
+            d.detail += &format!(
+                "\n\nThe build's create timeout is {}; raise timeouts.create if Hetzner is slow.",
+                crate::duration::format(self.spec.create_timeout)
+            );
+        }
+        d
+    }
+
+    fn stopped(&self, step: &str) -> Diagnostic {
+        Diagnostic::error(
+            "Talos image build stopped",
+            format!(
+                "Terraform asked hct to stop while {step}. The temporary server and SSH key were \
+                 deleted; apply again to build the image."
+            ),
+        )
+    }
+
+    async fn run(&mut self) -> Result<(), Diagnostic> {
+        let client = self.client;
+        let spec = self.spec;
+        let swept = cleanup::sweep(client).await;
+        if !swept.is_empty() {
+            info!(
+                "talos image build: removed {} leftover(s) of earlier builds",
+                swept.len()
+            );
+        }
+        let name = format!("hct-talos-build-{}", self.id);
+        let labels = cleanup::temporary_labels(&self.id, spec.create_timeout);
+
+        let key = BuilderKey::generate(&name)
+            .map_err(|why| Diagnostic::error("Talos image build: no SSH key", why))?;
+        let uploaded = client
+            .create_ssh_key(&name, key.public_openssh(), &labels)
+            .await
+            .map_err(|e| self.failed("uploading the temporary SSH key", &e))?;
+        self.key = Some(uploaded.id);
+
+        let created = client
+            .create_builder_server(&BuilderServer {
+                name: name.clone(),
+                server_type: spec.server_type.clone(),
+                location: spec.location.clone(),
+                image: BUILDER_IMAGE.into(),
+                labels: labels.clone(),
+                ssh_keys: vec![uploaded.id],
+            })
+            .await
+            .map_err(|e| self.failed("creating the temporary builder server", &e))?;
+        let server = created.server.id;
+        self.server = Some(server);
+        info!(
+            server,
+            "talos image build: created the temporary server {name}"
+        );
+        if let Some(action) = created.action {
+            client
+                .wait_for_action(action, &format!("{name}: creating"), self.left())
+                .await
+                .map_err(|e| self.failed("creating the temporary builder server", &e))?;
+        }
+        let wanted = talos_image::hetzner_architecture(&spec.architecture).unwrap_or_default();
+        let actual = &created.server.server_type.architecture;
+        if !actual.is_empty() && actual != wanted {
+            return Err(Diagnostic::error(
+                "Builder server of the wrong architecture",
+                format!(
+                    "server_type {:?} is {actual} on Hetzner, but a {} image must be written by a \
+                     {wanted} server (the snapshot takes the server's architecture). Choose a \
+                     server type of that architecture, e.g. {:?}.",
+                    spec.server_type,
+                    spec.architecture,
+                    super::spec::default_server_type(&spec.architecture)
+                ),
+            ));
+        }
+
+        let (_, action) = client
+            .enable_rescue(server, &[uploaded.id])
+            .await
+            .map_err(|e| self.failed("enabling the rescue system", &e))?;
+        client
+            .wait_for_action(action, &format!("{name}: enabling rescue"), self.left())
+            .await
+            .map_err(|e| self.failed("enabling the rescue system", &e))?;
+        let action = client
+            .power_on(server)
+            .await
+            .map_err(|e| self.failed("powering on the builder", &e))?;
+        client
+            .wait_for_action(action, &format!("{name}: powering on"), self.left())
+            .await
+            .map_err(|e| self.failed("powering on the builder", &e))?;
+
+        let ip = match created.server.public_net.ipv4.as_ref() {
+            Some(v4) if !v4.ip.is_empty() => v4.ip.clone(),
+            _ => client
+                .server(server)
+                .await
+                .map_err(|e| self.failed("reading the builder's address", &e))?
+                .and_then(|s| s.public_net.ipv4.map(|v4| v4.ip))
+                .ok_or_else(|| {
+                    Diagnostic::error(
+                        "Talos image build: the builder has no public IPv4",
+                        format!("Server {server} was created with a public IPv4 but shows none."),
+                    )
+                })?,
+        };
+        let ip: Ipv4Addr = ip.parse().map_err(|_| {
+            Diagnostic::error(
+                "Talos image build: unexpected builder address",
+                format!("Server {server} has the public IPv4 {ip:?}, which is not an address."),
+            )
+        })?;
+        let target = SocketAddr::new(IpAddr::V4(ip), 22);
+        check_route(ip, self.route)?;
+
+        let mut session = self.wait_for_ssh(target, &key).await?;
+        let image_url = spec.image_url();
+        let command = pipeline::write_image_command(&spec.factory, &spec.schematic, &image_url);
+        info!(
+            server,
+            "talos image build: writing {image_url} to {}",
+            pipeline::DISK
+        );
+        let ran = tokio::select! {
+            ran = tokio::time::timeout(self.left(), session.run(&command)) => ran,
+            () = self.cancel.cancelled() => return Err(self.stopped("writing the image")),
+        };
+        session.close().await;
+        let outcome = match ran {
+            Err(_) => {
+                return Err(Diagnostic::error(
+                    "Talos image build: writing the image timed out",
+                    format!(
+                        "Downloading and writing {image_url} did not finish within the create \
+                         timeout ({}). Raise timeouts.create, or check the builder's connection \
+                         to the Image Factory.",
+                        crate::duration::format(spec.create_timeout)
+                    ),
+                ));
+            }
+            Ok(Err(e)) => {
+                return Err(Diagnostic::error(
+                    "Talos image build: writing the image failed",
+                    format!("{e} while writing {image_url} on the builder."),
+                ));
+            }
+            Ok(Ok(outcome)) => outcome,
+        };
+        if outcome.status != Some(0) {
+            let status = outcome.status.map_or_else(
+                || "without an exit status".to_string(),
+                |s| format!("with status {s}"),
+            );
+            let output = if outcome.stderr_tail.is_empty() {
+                outcome.stdout_tail.clone()
+            } else {
+                outcome.stderr_tail.clone()
+            };
+            return Err(Diagnostic::error(
+                "Talos image build: writing the image failed",
+                format!(
+                    "Downloading {image_url} and writing it to {} on the builder ended {status}. \
+                     Its last output:\n\n{}\n\nCheck that the Image Factory serves this release, \
+                     architecture and schematic (talos_version, architecture, extensions, \
+                     image_factory_url) and that the factory is reachable from Hetzner. Nothing \
+                     was snapshotted; the temporary server and key were deleted.",
+                    pipeline::DISK,
+                    if output.is_empty() {
+                        "(none)"
+                    } else {
+                        output.as_str()
+                    }
+                ),
+            ));
+        }
+        info!(server, "talos image build: image written; shutting down");
+
+        self.shut_down(server, &name).await?;
+        let (image, action) = client
+            .create_snapshot(server, &spec.description(), &spec.labels())
+            .await
+            .map_err(|e| self.failed("creating the snapshot", &e))?;
+        self.image = Some(image.id);
+        info!(server, image = image.id, "talos image build: snapshotting");
+        client
+            .wait_for_action(action, &format!("{name}: snapshotting"), self.left())
+            .await
+            .map_err(|e| self.failed("creating the snapshot", &e))?;
+        info!(
+            image = image.id,
+            "talos image build: snapshot {} is ready", image.id
+        );
+        Ok(())
+    }
+
+    /// Retries while the rescue system boots, until the create deadline.
+    async fn wait_for_ssh(
+        &self,
+        target: SocketAddr,
+        key: &BuilderKey,
+    ) -> Result<ssh::Session, Diagnostic> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(500);
+        let mut last = None;
+        for attempt in 1.. {
+            let left = self.left();
+            if left.is_zero() {
+                break;
+            }
+            info!(
+                "talos image build: waiting for SSH on {}, attempt {attempt}, {}",
+                target.ip(),
+                crate::duration::format(started.elapsed())
+            );
+            let connected = tokio::select! {
+                connected = ssh::connect(target, self.route, key, left.min(SSH_ATTEMPT)) => connected,
+                () = self.cancel.cancelled() => return Err(self.stopped("waiting for SSH")),
+            };
+            match connected {
+                Ok(session) => {
+                    info!(
+                        "talos image build: logged in to the rescue system on {}",
+                        target.ip()
+                    );
+                    return Ok(session);
+                }
+                Err(e) => {
+                    if e == SshError::Rejected {
+                        warn!("talos image build: {e}; retrying while the rescue system boots");
+                    }
+                    last = Some(e);
+                }
+            }
+            let wait = pause.min(self.left());
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.cancel.cancelled() => return Err(self.stopped("waiting for SSH")),
+            }
+            pause = (pause * 3 / 2).min(SSH_RETRY_CAP);
+        }
+        Err(Diagnostic::error(
+            "Talos image build: SSH to the rescue system timed out",
+            format!(
+                "The builder's rescue system at {} did not accept SSH within the create timeout \
+                 ({}, waited {}). Last error: {}. Check that outbound SSH (TCP 22) to Hetzner is \
+                 allowed from where Terraform runs (or through talos_proxy, if set), or raise \
+                 timeouts.create.",
+                target.ip(),
+                crate::duration::format(self.spec.create_timeout),
+                crate::duration::format(started.elapsed()),
+                last.map_or_else(|| "none".to_string(), |e| e.to_string()),
+            ),
+        ))
+    }
+
+    /// ACPI shutdown, waiting for `off`; a hard power-off if it hangs.
+    async fn shut_down(&self, server: i64, name: &str) -> Result<(), Diagnostic> {
+        let client = self.client;
+        let action = client
+            .shutdown(server)
+            .await
+            .map_err(|e| self.failed("shutting down the builder", &e))?;
+        client
+            .wait_for_action(action, &format!("{name}: shutting down"), self.left())
+            .await
+            .map_err(|e| self.failed("shutting down the builder", &e))?;
+        let grace = Instant::now() + SHUTDOWN_GRACE.min(self.left());
+        let mut pause = client.poll_interval();
+        loop {
+            let status = client
+                .server(server)
+                .await
+                .map_err(|e| self.failed("waiting for the builder to stop", &e))?
+                .map(|s| s.status)
+                .unwrap_or_default();
+            if status == "off" {
+                return Ok(());
+            }
+            if Instant::now() >= grace {
+                warn!(
+                    server,
+                    "talos image build: the builder ignored the shutdown; powering it off"
+                );
+                let action = client
+                    .power_off(server)
+                    .await
+                    .map_err(|e| self.failed("powering off the builder", &e))?;
+                client
+                    .wait_for_action(action, &format!("{name}: powering off"), self.left())
+                    .await
+                    .map_err(|e| self.failed("powering off the builder", &e))?;
+                return Ok(());
+            }
+            client
+                .sleep(pause, "waiting for the builder to stop")
+                .await
+                .map_err(|e| self.failed("waiting for the builder to stop", &e))?;
+            pause = (pause * 3 / 2).min(Duration::from_secs(3));
+        }
+    }
+}
+
+/// Refuses to dial the documentation ranges directly (RFC 5737): hct-sim
+/// hands them out, and they lead nowhere on the internet, so reaching one
+/// needs the emulator's proxy.
+fn check_route(ip: Ipv4Addr, route: Route) -> Result<(), Diagnostic> {
+    let documentation = matches!(
+        ip.octets(),
+        [192, 0, 2, _] | [198, 51, 100, _] | [203, 0, 113, _]
+    );
+    if documentation && route == Route::Direct {
+        return Err(Diagnostic::error(
+            "Talos image build: the builder's address is not routable",
+            format!(
+                "The builder's public IPv4 {ip} is a documentation address (RFC 5737), as hct-sim \
+                 hands out: it is reachable only through the emulator's SOCKS5 proxy. Set \
+                 talos_proxy (or HCT_TALOS_PROXY) to the proxy `hct-sim serve` prints."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_ids_are_label_values() {
+        let id = build_id();
+        assert_eq!(id.len(), 12);
+        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(id, build_id());
+    }
+
+    #[test]
+    fn emulator_addresses_need_the_proxy() {
+        let proxy = Route::Socks5("127.0.0.1:1080".parse().unwrap());
+        assert!(check_route("203.0.113.7".parse().unwrap(), Route::Direct).is_err());
+        assert!(check_route("203.0.113.7".parse().unwrap(), proxy).is_ok());
+        assert!(check_route("95.217.1.2".parse().unwrap(), Route::Direct).is_ok());
+    }
+}

@@ -1,0 +1,350 @@
+//! `hct_cluster` and `hct_worker_pool` through a real Terraform against
+//! hct-sim, on the shipped example `examples/private-cluster` (the reference
+//! layout): apply, no-change plan, scale a pool 3 → 5 → 2, drift, import,
+//! destroy; and the ways it goes wrong: API faults, a failing action, a node
+//! that never comes up, a network without the default route, and the
+//! provider killed mid-apply.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use hct_sim::{FaultSpec, SimHandle};
+use serde_json::json;
+use support::{TfOutput, Workspace};
+
+const EXAMPLE: &str = include_str!("../examples/private-cluster/main.tf");
+
+/// The reference layout with `general` nodes in the general pool.
+fn pools(general: u32) -> String {
+    format!(
+        r#"worker_pools = {{
+  platform = {{ cidr = "10.0.128.32/27", nodes = 3, sku = "cx33", labels = {{ purpose = "platform" }} }}
+  general  = {{ cidr = "10.0.128.64/27", nodes = {general}, sku = "cx23", labels = {{ purpose = "general" }} }}
+}}
+"#
+    )
+}
+
+fn workspace(sim: &SimHandle) -> Workspace {
+    let mut ws = Workspace::dev_override(&[("main.tf", EXAMPLE)]);
+    ws.write("pools.auto.tfvars", &pools(3));
+    ws.write(
+        "network.auto.tfvars",
+        &format!("network_id = {}\n", support::sim::seeded_network(sim)),
+    );
+    ws.env("HCLOUD_ENDPOINT", sim.endpoint())
+        .env("HCLOUD_TOKEN", sim.token())
+        .env("HCT_TALOS_PROXY", sim.proxy_url())
+        .env("HCT_POLL_INTERVAL", "50ms");
+    ws
+}
+
+fn server_names(sim: &SimHandle) -> BTreeSet<String> {
+    sim.inspect(|w| w.servers.values().map(|s| s.name.clone()).collect())
+}
+
+fn expected_names(general: u32) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for n in 1..=3 {
+        names.insert(format!("noreturn-cp-{n}"));
+        names.insert(format!("noreturn-platform-{n}"));
+    }
+    for n in 1..=general {
+        names.insert(format!("noreturn-general-{n}"));
+    }
+    names
+}
+
+fn placement_groups(sim: &SimHandle) -> usize {
+    sim.inspect(|w| w.placement_groups.len())
+}
+
+fn server_id(sim: &SimHandle, name: &str) -> i64 {
+    sim.inspect(|w| w.servers.values().find(|s| s.name == name).map(|s| s.id))
+        .unwrap_or_else(|| panic!("no server {name}"))
+}
+
+/// `terraform plan -detailed-exitcode`: 0 = no changes, 2 = changes.
+fn plan_exit_code(ws: &Workspace) -> (i32, TfOutput) {
+    let out = ws.terraform(&["plan", "-detailed-exitcode"]);
+    (out.status.code().unwrap_or(-1), out)
+}
+
+async fn sim() -> SimHandle {
+    support::sim::start().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("first apply");
+        assert_eq!(server_names(&sim), expected_names(3));
+        sim.inspect(|w| {
+            for server in w.servers.values() {
+                assert!(
+                    server.public_ipv4.is_none() && server.public_ipv6.is_none(),
+                    "{} has a public IP",
+                    server.name
+                );
+                assert!(
+                    server.placement_group.is_some(),
+                    "{} is in no placement group",
+                    server.name
+                );
+            }
+        });
+        // cp, platform and general: one spread group each.
+        assert_eq!(placement_groups(&sim), 3);
+        let outputs = ws.outputs();
+        assert_eq!(
+            outputs["endpoint"]["value"],
+            json!("https://10.0.128.17:6443")
+        );
+        let cp = &outputs["control_plane_nodes"]["value"];
+        assert_eq!(cp[1]["name"], json!("noreturn-cp-2"));
+        assert_eq!(cp[1]["ip"], json!("10.0.128.18"));
+        let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap();
+        assert!(
+            kubeconfig.contains("https://10.0.128.17:6443"),
+            "{kubeconfig}"
+        );
+        let talosconfig = outputs["talosconfig"]["value"].as_str().unwrap();
+        assert!(talosconfig.contains("10.0.128.19"), "{talosconfig}");
+
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "a second plan must be empty\n{out}");
+
+        // Scale general 3 → 5: the next IPs.
+        ws.write("pools.auto.tfvars", &pools(5));
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("scale up");
+        assert_eq!(server_names(&sim), expected_names(5));
+        let general = &ws.outputs()["worker_nodes"]["value"]["general"];
+        assert_eq!(general[4]["ip"], json!("10.0.128.69"));
+
+        // 5 → 2: highest indexes go.
+        ws.write("pools.auto.tfvars", &pools(2));
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("scale down");
+        assert_eq!(server_names(&sim), expected_names(2));
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after scaling down\n{out}");
+
+        // Drift: a server deleted and labels changed behind Terraform's back.
+        let gone = server_id(&sim, "noreturn-general-2");
+        sim.modify(|w| w.servers.remove(&gone));
+        let cp2 = server_id(&sim, "noreturn-cp-2");
+        sim.modify(|w| {
+            let server = w.servers.get_mut(&cp2).unwrap();
+            server.labels.insert("rogue".into(), "yes".into());
+        });
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 2, "drift must show\n{out}");
+        assert!(out.stdout.contains("noreturn-general-2"), "{out}");
+        assert!(out.stdout.contains("rogue"), "{out}");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("repair drift");
+        assert_eq!(server_names(&sim), expected_names(2));
+        let labels = sim.inspect(|w| w.servers[&cp2].labels.clone());
+        assert!(!labels.contains_key("rogue"), "{labels:?}");
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after repair\n{out}");
+
+        // Import a pool back into state.
+        let address = "hct_worker_pool.this[\"platform\"]";
+        ws.terraform(&["state", "rm", address])
+            .expect_success("state rm");
+        ws.terraform(&["import", address, "noreturn/platform"])
+            .expect_success("import pool");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply after import");
+        assert_eq!(
+            server_names(&sim),
+            expected_names(2),
+            "import must not create servers"
+        );
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after import\n{out}");
+
+        ws.terraform(&["destroy", "-auto-approve"])
+            .expect_success("destroy");
+        assert!(
+            server_names(&sim).is_empty(),
+            "left behind: {:?}",
+            server_names(&sim)
+        );
+        assert_eq!(placement_groups(&sim), 0);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn survives_rate_limits_server_errors_and_locks() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    for fault in [
+        r#"{"route": "POST /servers", "respond": 429, "count": 6}"#,
+        r#"{"route": "GET /actions", "respond": 503, "count": 4}"#,
+        r#"{"route": "POST /servers/{id}/actions/poweron", "respond": "locked", "count": 3}"#,
+        r#"{"route": "GET /servers", "respond": 500, "count": 2}"#,
+    ] {
+        sim.add_fault(FaultSpec::parse(fault).unwrap());
+    }
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply under faults");
+        assert_eq!(server_names(&sim), expected_names(3));
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_action_fails_the_apply_and_a_rerun_converges() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    sim.fail_next_actions("start_server", 1);
+    tokio::task::block_in_place(|| {
+        let out = ws
+            .terraform(&["apply", "-auto-approve"])
+            .expect_failure("failing action");
+        assert!(out.stderr.contains("start_server"), "{out}");
+        // What exists is in state.
+        let state = ws
+            .terraform(&["state", "list"])
+            .expect_success("state list");
+        assert!(state.stdout.contains("hct_cluster.this"), "{state}");
+        // The failed create tainted the cluster: the rerun replaces it.
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("rerun");
+        assert_eq!(
+            server_names(&sim),
+            expected_names(3),
+            "no orphans, no duplicates"
+        );
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_never_comes_up_times_out_naming_it() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    sim.add_fault(
+        FaultSpec::parse(r#"{"talos": "unreachable", "server": "noreturn-cp-2"}"#).unwrap(),
+    );
+    tokio::task::block_in_place(|| {
+        let out = ws
+            .terraform(&["apply", "-auto-approve", "-var", "create_timeout=4s"])
+            .expect_failure("unreachable node");
+        assert!(
+            out.stderr.contains("Timed out waiting for noreturn-cp-2"),
+            "{out}"
+        );
+        assert!(out.stderr.contains("waiting for the Talos API"), "{out}");
+        // The servers are in state; once the node answers, untaint and continue.
+        sim.clear_faults();
+        ws.terraform(&["untaint", "hct_cluster.this"])
+            .expect_success("untaint");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("continue");
+        assert_eq!(server_names(&sim), expected_names(3));
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_without_the_default_route_fails_the_plan() {
+    let sim = sim().await;
+    let network = support::sim::seeded_network(&sim);
+    sim.modify(|w| w.networks.get_mut(&network).unwrap().routes.clear());
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        let out = ws.terraform(&["plan"]).expect_failure("no default route");
+        assert!(
+            out.stderr.contains("private-only nodes have no egress"),
+            "{out}"
+        );
+        assert!(out.stderr.contains("network_id"), "{out}");
+        assert!(server_names(&sim).is_empty());
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_provider_killed_mid_apply_then_apply_again_converges() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    // Nodes boot slowly (15 s), so the apply is still waiting when it is killed.
+    sim.add_fault(FaultSpec::parse(r#"{"talos": "slow_boot", "delay_ms": 15000}"#).unwrap());
+    tokio::task::block_in_place(|| {
+        let mut apply = ws
+            .command(&["apply", "-auto-approve", "-no-color"])
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while server_names(&sim).len() < 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "servers never appeared"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let provider = provider_child(apply.id()).expect("the provider process");
+        // SAFETY-free: a plain kill(2) of our own child's child.
+        std::process::Command::new("kill")
+            .args(["-9", &provider.to_string()])
+            .status()
+            .unwrap();
+        let status = apply.wait().unwrap();
+        assert!(!status.success());
+
+        sim.clear_faults();
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply after the kill");
+        assert_eq!(
+            server_names(&sim),
+            expected_names(3),
+            "no orphans, no duplicates"
+        );
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "{out}");
+        ws.terraform(&["destroy", "-auto-approve"])
+            .expect_success("destroy");
+        assert!(server_names(&sim).is_empty());
+    });
+}
+
+/// The pid of the hct provider process started (directly or not) by `parent`.
+fn provider_child(parent: u32) -> Option<u32> {
+    let mut frontier = vec![parent];
+    while let Some(pid) = frontier.pop() {
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid ...
+            let Some((comm, rest)) = stat.split_once(") ") else {
+                continue;
+            };
+            let ppid: u32 = rest
+                .split(' ')
+                .nth(1)
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            if ppid == pid {
+                if comm.contains("terraform-provi") {
+                    return Some(child);
+                }
+                frontier.push(child);
+            }
+        }
+    }
+    None
+}
