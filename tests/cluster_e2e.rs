@@ -18,13 +18,49 @@ const EXAMPLE: &str = include_str!("../examples/private-cluster/main.tf");
 
 /// The reference layout with `general` nodes in the general pool.
 fn pools(general: u32) -> String {
+    pools_labelled(general, r#"{ purpose = "platform" }"#)
+}
+
+fn pools_labelled(general: u32, platform_labels: &str) -> String {
     format!(
         r#"worker_pools = {{
-  platform = {{ cidr = "10.0.128.32/27", nodes = 3, sku = "cx33", labels = {{ purpose = "platform" }} }}
+  platform = {{ cidr = "10.0.128.32/27", nodes = 3, sku = "cx33", labels = {platform_labels} }}
   general  = {{ cidr = "10.0.128.64/27", nodes = {general}, sku = "cx23", labels = {{ purpose = "general" }} }}
 }}
 "#
     )
+}
+
+/// The `nodes` of a pool in state: name → (server id, config hash).
+fn pool_nodes(ws: &Workspace, pool: &str) -> Vec<(String, i64, String)> {
+    ws.outputs()["worker_nodes"]["value"][pool]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["name"].as_str().unwrap().to_string(),
+                n["server_id"].as_i64().unwrap(),
+                n["config_sha256"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A sensitive attribute of a resource, from `terraform show -json`.
+fn state_attribute(ws: &Workspace, address: &str, name: &str) -> String {
+    let out = ws
+        .terraform(&["show", "-json"])
+        .expect_success("show -json");
+    let state: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    state["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["address"] == address)
+        .and_then(|r| r["values"][name].as_str())
+        .unwrap_or_else(|| panic!("{address}.{name} not in state"))
+        .to_string()
 }
 
 fn workspace(sim: &SimHandle) -> Workspace {
@@ -155,6 +191,25 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         let (code, out) = plan_exit_code(&ws);
         assert_eq!(code, 0, "plan after repair\n{out}");
 
+        // A changed node label: the pool's configs are re-applied in place.
+        let before = pool_nodes(&ws, "platform");
+        ws.write(
+            "pools.auto.tfvars",
+            &pools_labelled(2, r#"{ purpose = "platform", tier = "one" }"#),
+        );
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.stdout.contains("config_sha256"), "{out}");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("re-apply configs");
+        let after = pool_nodes(&ws, "platform");
+        for ((name, id_before, sha_before), (_, id_after, sha_after)) in before.iter().zip(&after) {
+            assert_eq!(id_before, id_after, "{name} must keep its server");
+            assert_ne!(sha_before, sha_after, "{name} must get the new config");
+        }
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after re-applying\n{out}");
+
         // Import a pool back into state.
         let address = "hct_worker_pool.this[\"platform\"]";
         ws.terraform(&["state", "rm", address])
@@ -171,6 +226,26 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         let (code, out) = plan_exit_code(&ws);
         assert_eq!(code, 0, "plan after import\n{out}");
 
+        // Import the cluster by name, with its secrets.
+        let secrets = state_attribute(&ws, "hct_cluster.this", "machine_secrets");
+        ws.write(
+            "secrets.auto.tfvars",
+            &format!("machine_secrets = <<EOT\n{secrets}EOT\n"),
+        );
+        ws.terraform(&["state", "rm", "hct_cluster.this"])
+            .expect_success("state rm cluster");
+        ws.terraform(&["import", "hct_cluster.this", "noreturn"])
+            .expect_success("import cluster");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply after cluster import");
+        assert_eq!(
+            server_names(&sim),
+            expected_names(2),
+            "import must not create servers"
+        );
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after cluster import\n{out}");
+
         ws.terraform(&["destroy", "-auto-approve"])
             .expect_success("destroy");
         assert!(
@@ -180,6 +255,65 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         );
         assert_eq!(placement_groups(&sim), 0);
     });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_a_long_wait_promptly_and_keeps_the_servers_in_state() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    sim.add_fault(FaultSpec::parse(r#"{"talos": "slow_boot", "delay_ms": 600000}"#).unwrap());
+    tokio::task::block_in_place(|| {
+        let mut apply = ws
+            .command(&["apply", "-auto-approve", "-no-color"])
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while server_names(&sim).len() < 3 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "servers never appeared"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        // What Ctrl-C does: SIGINT to Terraform, which sends StopProvider.
+        std::process::Command::new("kill")
+            .args(["-INT", &apply.id().to_string()])
+            .status()
+            .unwrap();
+        let stopped = std::time::Instant::now();
+        let status = apply.wait().unwrap();
+        assert!(!status.success());
+        assert!(
+            stopped.elapsed() < Duration::from_secs(15),
+            "took {:?} to stop",
+            stopped.elapsed()
+        );
+        let ids = control_plane_server_ids(&ws);
+        assert_eq!(ids.len(), 3, "every server in state: {ids:?}");
+    });
+}
+
+/// The server ids of `hct_cluster.this.control_plane_nodes` in state.
+fn control_plane_server_ids(ws: &Workspace) -> Vec<i64> {
+    let out = ws
+        .terraform(&["show", "-json"])
+        .expect_success("show -json");
+    let state: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    state["values"]["root_module"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["address"] == "hct_cluster.this")
+        .map(|r| {
+            r["values"]["control_plane_nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n["server_id"].as_i64())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,6 +42,13 @@ variable "create_timeout" {
   default     = "30m"
 }
 
+variable "machine_secrets" {
+  description = "A talosctl secrets.yaml to adopt (e.g. to import an existing cluster); default: generated."
+  type        = string
+  default     = null
+  sensitive   = true
+}
+
 variable "worker_pools" {
   description = "Pools by name: where they live in the node subnet, how many nodes, which server type."
   type = map(object({
@@ -85,6 +92,7 @@ resource "hct_cluster" "this" {
   image_id      = hct_talos_image.this.id
   schematic_id  = hct_talos_image.this.schematic_id
   control_plane = { server_type = "cx23", location = var.location }
+  machine_secrets = var.machine_secrets
 
   timeouts {
     create = var.create_timeout

@@ -42,6 +42,32 @@ async fn until_stopped<T>(
     }
 }
 
+/// How long a resource may take to return its partial state after a stop.
+const APPLY_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Like [`until_stopped`], but after a stop `work` gets [`APPLY_STOP_GRACE`]
+/// to return on its own: an apply that notices the stop reports the state it
+/// reached (servers it created), which must not be thrown away.
+async fn until_stopped_with_grace<T>(
+    ctx: &Context,
+    work: impl Future<Output = T>,
+    stopped: impl FnOnce(Diagnostic) -> T,
+) -> T {
+    tokio::pin!(work);
+    tokio::select! {
+        result = &mut work => return result,
+        () = ctx.cancel.cancelled() => {}
+    }
+    match tokio::time::timeout(APPLY_STOP_GRACE, work).await {
+        Ok(result) => result,
+        Err(_) => stopped(Diagnostic::error(
+            "Stopped",
+            "Terraform asked hct to stop (Ctrl-C) and the operation did not wind down in time. \
+             Run the command again; hct adopts what it had created.",
+        )),
+    }
+}
+
 fn unsupported(rpc: &str) -> Status {
     Status::unimplemented(format!("hct does not implement the {rpc} RPC"))
 }
@@ -367,7 +393,7 @@ impl provider_server::Provider for ProviderService {
         // A stop keeps the prior state: the resource reports partial state itself
         // when it notices the cancellation; this fallback only covers a resource
         // that never returned.
-        let applied = until_stopped(&ctx, resource.apply(&ctx, apply_request), |d| {
+        let applied = until_stopped_with_grace(&ctx, resource.apply(&ctx, apply_request), |d| {
             crate::provider::Applied {
                 new_state: prior,
                 private: vec![],
