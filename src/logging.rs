@@ -99,12 +99,14 @@ impl Visit for JsonFields {
         self.0.insert(field.name().into(), value.into());
     }
 
+    // Integers as text: Terraform reads JSON numbers as float64 and would
+    // print server id 5000001 as 5.000001e+06.
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.0.insert(field.name().into(), value.into());
+        self.0.insert(field.name().into(), value.to_string().into());
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.insert(field.name().into(), value.into());
+        self.0.insert(field.name().into(), value.to_string().into());
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {

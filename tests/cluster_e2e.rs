@@ -392,6 +392,31 @@ async fn a_node_that_never_comes_up_times_out_naming_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_api_server_that_never_gets_ready_times_out_naming_it() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    sim.add_fault(
+        FaultSpec::parse(r#"{"talos": "apiserver_down", "server": "noreturn-cp-3"}"#).unwrap(),
+    );
+    tokio::task::block_in_place(|| {
+        let out = ws
+            .terraform(&["apply", "-auto-approve", "-var", "create_timeout=4s"])
+            .expect_failure("API server never ready");
+        assert!(
+            out.stderr.contains("Timed out waiting for noreturn-cp-3"),
+            "{out}"
+        );
+        assert!(
+            out.stderr.contains("waiting for the Kubernetes API server"),
+            "{out}"
+        );
+        // Terraform wraps long lines.
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("[-]etcd failed: injected"), "{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_network_without_the_default_route_fails_the_plan() {
     let sim = sim().await;
     let network = support::sim::seeded_network(&sim);

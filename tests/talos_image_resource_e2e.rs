@@ -202,6 +202,74 @@ output "found" { value = data.hct_talos_image.found.id }
     rt.block_on(sim.shutdown()).unwrap();
 }
 
+/// Ctrl-C while the build waits for the rescue system's SSH: Terraform
+/// stops promptly and the temporary server and key are gone.
+#[test]
+fn ctrl_c_during_a_build_leaves_no_temporaries() {
+    let rt = runtime();
+    let sim = rt.block_on(support::sim::start());
+    sim.slow_rescue_ssh(Duration::from_secs(600));
+    let ws = workspace(&sim, &image("this", "amd64", ""));
+    let mut apply = ws
+        .command(&["apply", "-auto-approve", "-no-color"])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while temporaries(&sim).0 == 0 {
+        assert!(std::time::Instant::now() < deadline, "no builder appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    std::process::Command::new("kill")
+        .args(["-INT", &apply.id().to_string()])
+        .status()
+        .unwrap();
+    let stopped = std::time::Instant::now();
+    assert!(!apply.wait().unwrap().success());
+    assert!(
+        stopped.elapsed() < Duration::from_secs(20),
+        "took {:?} to stop",
+        stopped.elapsed()
+    );
+    assert_eq!(temporaries(&sim), (0, 0), "temporary server or key left");
+    rt.block_on(sim.shutdown()).unwrap();
+}
+
+/// An existing snapshot imported by id plans no rebuild.
+#[test]
+fn imports_a_snapshot_by_id() {
+    let rt = runtime();
+    let sim = rt.block_on(support::sim::start());
+    let seeded = support::sim::seeded_talos_image(&sim, "v1.12.6", "amd64");
+    let body = r#"
+resource "hct_talos_image" "this" {
+  talos_version = "v1.12.6"
+  architecture  = "amd64"
+  location      = "nbg1"
+}
+"#;
+    let ws = workspace(&sim, body);
+    ws.terraform(&["import", "hct_talos_image.this", &seeded.to_string()])
+        .expect_success("import");
+    let plan = ws.terraform(&["plan", "-detailed-exitcode"]);
+    assert!(
+        matches!(plan.status.code(), Some(0) | Some(2)),
+        "plan after import failed\n{plan}"
+    );
+    assert!(
+        !plan.stdout.contains("must be replaced"),
+        "an imported snapshot must not be rebuilt\n{plan}"
+    );
+    ws.terraform(&["apply", "-auto-approve"])
+        .expect_success("apply after import");
+    assert_eq!(
+        servers_created(&sim),
+        0,
+        "no builder for an imported snapshot"
+    );
+    rt.block_on(sim.shutdown()).unwrap();
+}
+
 /// What one failing build left and said.
 struct Failure {
     name: &'static str,

@@ -308,6 +308,15 @@ impl SimHandle {
         }));
     }
 
+    /// The Kubernetes API server on the control plane turns unhealthy: its
+    /// `/readyz` answers 500 (`[-]etcd failed: injected`) until the faults
+    /// are cleared.
+    pub fn make_kube_apiserver_unready(&self, server: Id) {
+        self.add_fault(FaultSpec::Talos(TalosFault::ApiserverDown {
+            server: Some(ServerRef::Id(server)),
+        }));
+    }
+
     /// Rescue systems' SSH comes up only `delay` after they boot.
     pub fn slow_rescue_ssh(&self, delay: Duration) {
         self.add_fault(FaultSpec::Rescue(RescueFault::SlowSsh {

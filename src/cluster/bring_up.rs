@@ -1,5 +1,6 @@
 //! Talos after the servers run: every control plane answers over mTLS, one
-//! is bootstrapped, all are etcd members with etcd and kubelet healthy;
+//! is bootstrapped, all are etcd members with etcd and kubelet healthy and
+//! their Kubernetes API servers ready;
 //! workers are configured with kubelet running. (Not Kubernetes `Ready`:
 //! the CNI comes after, installed with the plan's `cilium_values`.)
 
@@ -7,8 +8,10 @@ use futures_util::future::join_all;
 use tracing::info;
 
 use super::ClusterError;
+use super::kube_api;
 use super::provision::{Group, NodeRecord};
 use super::wait::{self, Retry};
+use crate::talos::client_config::ApiCredentials;
 use crate::talos_api::{Bootstrapped, TalosClient, TalosError};
 
 /// Waits until the control plane is up; bootstraps etcd on the first node.
@@ -28,6 +31,10 @@ pub async fn control_plane(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<()
     )
     .await
     {
+        result?;
+    }
+    let credentials = group.settings.kubernetes_trust()?;
+    for result in join_all(nodes.iter().map(|n| api_server(group, n, &credentials))).await {
         result?;
     }
     info!(nodes = nodes.len(), "control plane is up");
@@ -123,6 +130,26 @@ async fn etcd_members(
                     )))
                 }
             }
+        },
+    )
+    .await
+}
+
+/// Until the node's Kubernetes API server says it is ready.
+async fn api_server(
+    group: &Group<'_>,
+    node: &NodeRecord,
+    credentials: &ApiCredentials,
+) -> Result<(), ClusterError> {
+    let address = group.address(&node.ip)?;
+    wait::until(
+        group.deadline,
+        &node.name,
+        "waiting for the Kubernetes API server",
+        || async {
+            kube_api::readyz(address.ip, address.proxy, credentials)
+                .await
+                .map_err(Retry::Again)
         },
     )
     .await

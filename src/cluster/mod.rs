@@ -11,12 +11,14 @@
 //! - `preflight`: checks against Hetzner before anything is created.
 //! - `provision`: servers and placement groups of one group (create, adopt,
 //!   scale down, re-apply configs, delete).
-//! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet.
+//! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet,
+//!   and the Kubernetes API's `/readyz` (`kube_api`).
 //! - `wait`: retrying with progress logs, timeouts and Ctrl-C.
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
 pub mod bring_up;
 pub mod error;
+pub mod kube_api;
 pub mod layout;
 pub mod naming;
 pub mod preflight;

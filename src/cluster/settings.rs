@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use super::ClusterError;
 use crate::network_plan::NetworkPlan;
 use crate::provider::config::Secret;
-use crate::talos::client_config;
+use crate::talos::client_config::{self, ApiCredentials};
 use crate::talos::config::ConfigError;
 use crate::talos::{MachineConfig, NodeConfigInput, Role, Secrets};
 use crate::talos_api::{AdminCredentials, Trust};
@@ -92,10 +92,11 @@ impl ClusterSettings {
 
     /// Credentials for hct's own calls to the nodes' Talos API.
     pub fn api_trust(&self) -> Result<Trust, ClusterError> {
-        let credentials = client_config::api_credentials(&self.secrets, API_CERTIFICATE_VALIDITY)
-            .map_err(|e| ClusterError::Credentials(e.to_string()))?;
+        let credentials =
+            client_config::talos_api_credentials(&self.secrets, API_CERTIFICATE_VALIDITY)
+                .map_err(|e| ClusterError::Credentials(e.to_string()))?;
         Ok(Trust::Admin(AdminCredentials {
-            os_ca: credentials.os_ca,
+            os_ca: credentials.ca,
             certificate: credentials.certificate,
             key: Secret::new(credentials.key),
         }))
@@ -106,6 +107,12 @@ impl ClusterSettings {
     pub fn secrets_fingerprint(&self) -> String {
         let digest = Sha256::digest(self.secrets.os_ca().certificate_pem().as_bytes());
         digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Credentials for hct's own check of the Kubernetes API's health.
+    pub fn kubernetes_trust(&self) -> Result<ApiCredentials, ClusterError> {
+        client_config::kubernetes_api_credentials(&self.secrets, API_CERTIFICATE_VALIDITY)
+            .map_err(|e| ClusterError::Credentials(e.to_string()))
     }
 
     pub fn worker_join(&self) -> WorkerJoin {

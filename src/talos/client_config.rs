@@ -192,13 +192,13 @@ pub(crate) fn admin_kubeconfig_at(
     })
 }
 
-/// A short-lived `os:admin` client certificate for hct's own Talos API calls
-/// (the talosconfig handed to the user is issued once and kept in state).
+/// A short-lived client certificate for hct's own calls (the talosconfig and
+/// kubeconfig handed to the user are issued once and kept in state).
 pub struct ApiCredentials {
-    /// PEM of the OS CA certificate the nodes' certificates chain to.
-    pub os_ca: String,
+    /// PEM of the CA the server's certificate chains to.
+    pub ca: String,
     pub certificate: String,
-    /// PEM of the Ed25519 key (secret).
+    /// PEM of the key (secret).
     pub key: String,
 }
 
@@ -208,8 +208,8 @@ impl fmt::Debug for ApiCredentials {
     }
 }
 
-/// Issues [`ApiCredentials`] valid for `validity` from now.
-pub fn api_credentials(
+/// `os:admin` credentials for the Talos API, valid for `validity` from now.
+pub fn talos_api_credentials(
     secrets: &Secrets,
     validity: Duration,
 ) -> Result<ApiCredentials, ClientConfigError> {
@@ -226,7 +226,34 @@ pub fn api_credentials(
         SystemTime::now(),
     )?;
     Ok(ApiCredentials {
-        os_ca: secrets.os_ca().certificate_pem().to_string(),
+        ca: secrets.os_ca().certificate_pem().to_string(),
+        certificate: certificate.cert_pem.clone(),
+        key: certificate.key.as_pem().to_string(),
+    })
+}
+
+/// `system:masters` credentials for the Kubernetes API, valid for `validity`.
+pub fn kubernetes_api_credentials(
+    secrets: &Secrets,
+    validity: Duration,
+) -> Result<ApiCredentials, ClientConfigError> {
+    let certificate = issue(
+        secrets.kubernetes_ca(),
+        "Kubernetes API",
+        ClientCertificateRequest {
+            common_name: Some(KUBERNETES_ADMIN_USER.into()),
+            organization: KUBERNETES_ADMIN_GROUP.into(),
+            algorithm: KeyAlgorithm::EcdsaP256,
+            key_usages: vec![
+                KeyUsagePurpose::DigitalSignature,
+                KeyUsagePurpose::KeyEncipherment,
+            ],
+            validity,
+        },
+        SystemTime::now(),
+    )?;
+    Ok(ApiCredentials {
+        ca: secrets.kubernetes_ca().certificate_pem().to_string(),
         certificate: certificate.cert_pem.clone(),
         key: certificate.key.as_pem().to_string(),
     })

@@ -5,6 +5,7 @@
 //! {"talos": "unreachable", "server": "cp-1"}
 //! {"talos": "slow_boot", "server": 5000001, "delay_ms": 30000}
 //! {"talos": "apply_rejected", "code": "invalid_argument", "message": "disk full", "count": 1}
+//! {"talos": "apiserver_down", "server": "cp-1"}
 //! ```
 //!
 //! `server` is a name or an ID; without it the fault hits every node.
@@ -72,6 +73,12 @@ pub enum TalosFault {
         #[serde(default)]
         count: Option<u32>,
     },
+    /// The Kubernetes API server on the control plane is unhealthy: its
+    /// `/readyz` answers 500 (`[-]etcd failed: injected`).
+    ApiserverDown {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<ServerRef>,
+    },
 }
 
 impl TalosFault {
@@ -79,7 +86,8 @@ impl TalosFault {
         match self {
             Self::Unreachable { server }
             | Self::SlowBoot { server, .. }
-            | Self::ApplyRejected { server, .. } => server.as_ref(),
+            | Self::ApplyRejected { server, .. }
+            | Self::ApiserverDown { server } => server.as_ref(),
         }
     }
 
@@ -93,6 +101,13 @@ pub fn is_unreachable(faults: &[TalosFault], server: &Server) -> bool {
     faults
         .iter()
         .any(|f| matches!(f, TalosFault::Unreachable { .. }) && f.hits(server))
+}
+
+/// Whether a fault makes the node's Kubernetes API server unhealthy.
+pub fn is_apiserver_down(faults: &[TalosFault], server: &Server) -> bool {
+    faults
+        .iter()
+        .any(|f| matches!(f, TalosFault::ApiserverDown { .. }) && f.hits(server))
 }
 
 /// The extra time faults add to a boot of the node.
@@ -241,6 +256,12 @@ mod tests {
         assert!(
             serde_json::from_str::<TalosFault>(r#"{"talos": "unreachable", "extra": 1}"#).is_err()
         );
+        let down = parse(r#"{"talos": "apiserver_down", "server": "cp-1"}"#);
+        assert!(is_apiserver_down(std::slice::from_ref(&down), &cp));
+        assert!(!is_apiserver_down(std::slice::from_ref(&down), &other));
+        assert!(!is_unreachable(&[down], &cp));
+        let everywhere = parse(r#"{"talos": "apiserver_down"}"#);
+        assert!(is_apiserver_down(&[everywhere], &other));
         let rejected = parse(r#"{"talos": "apply_rejected", "code": "UNAVAILABLE"}"#);
         assert_eq!(
             serde_json::to_value(&rejected).unwrap(),

@@ -11,15 +11,18 @@
 //!   once per cluster, lists etcd members, hands out the admin kubeconfig,
 //!   and reboots, upgrades and resets;
 //! - its health follows its network: without a default route via the
-//!   network's gateway it cannot pull images and never becomes healthy.
+//!   network's gateway it cannot pull images and never becomes healthy;
+//! - a control plane whose etcd member runs also serves the Kubernetes
+//!   API's health endpoints (`/readyz`, `/livez`) on port 6443.
 //!
 //! Module map: `config` reads machine configs and `user_data` finds them
 //! in Hetzner's user data; `node` is a node's state and `lifecycle` moves it
 //! on with time; `cluster` is what nodes of one cluster know of each other;
 //! `calls` carries out the API calls, which `service` serves over gRPC from
-//! an `apid` per node that `supervisor` starts and stops; `tls`, `auth` and
-//! `pki` are its certificates and roles; `faults` injects trouble; `sample`
-//! makes secrets and configs for tests.
+//! an `apid` per node that `supervisor` starts and stops, along with a
+//! `kube_api` per control plane whose etcd runs; `tls`, `auth` and `pki`
+//! are its certificates and roles; `faults` injects trouble; `sample` makes
+//! secrets, configs and client certificates for tests.
 
 pub mod apid;
 pub mod auth;
@@ -27,6 +30,7 @@ pub mod calls;
 pub mod cluster;
 pub mod config;
 pub mod faults;
+pub mod kube_api;
 pub mod kubeconfig;
 pub mod lifecycle;
 pub mod network;

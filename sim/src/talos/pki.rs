@@ -1,6 +1,7 @@
 //! The certificates an emulated node deals in: reading the CAs a machine
 //! config carries (base64 of PEM, as Talos writes them), and issuing the
-//! apid server certificates and the admin kubeconfig's client certificate.
+//! apid and kube-apiserver server certificates and the admin kubeconfig's
+//! client certificate.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -178,6 +179,36 @@ pub fn node_identity(
     })
 }
 
+/// kube-apiserver's serving certificate, issued by the cluster's
+/// Kubernetes CA for the node's addresses, the control plane endpoint's
+/// host and the in-cluster names of the `kubernetes` service.
+pub fn kube_apiserver_identity(
+    ca: &CertificateAuthority,
+    ips: &[Ipv4Addr],
+    dns_names: &[String],
+) -> Result<ServerIdentity, PkiError> {
+    let issuer = ca.issuer()?;
+    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
+    params.subject_alt_names = ip_sans(ips);
+    for name in dns_names {
+        if let Ok(name) = name.clone().try_into() {
+            params.subject_alt_names.push(SanType::DnsName(name));
+        }
+    }
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let certificate = params.signed_by(&key, &issuer)?;
+    Ok(ServerIdentity {
+        chain: vec![certificate.der().clone()],
+        key: pkcs8(&key),
+    })
+}
+
 /// The client certificate of an admin kubeconfig: `CN=admin`,
 /// `O=system:masters`, issued by the Kubernetes CA.
 pub fn kubernetes_admin(ca: &CertificateAuthority) -> Result<IssuedCertificate, PkiError> {
@@ -301,6 +332,22 @@ pub(crate) mod tests {
             node_identity(&worker_view, &[], "w"),
             Err(PkiError::NoKey)
         ));
+    }
+
+    #[test]
+    fn kube_apiserver_certificates_chain_to_the_kubernetes_ca() {
+        let k8s_ca = ca(&PKCS_ECDSA_P256_SHA256, "kubernetes");
+        let names = vec!["kubernetes".to_string(), "cp-1".to_string()];
+        let identity =
+            kube_apiserver_identity(&k8s_ca, &[Ipv4Addr::new(10, 0, 128, 5)], &names).unwrap();
+        assert!(verifies(&identity.chain[0], &k8s_ca));
+        assert!(!verifies(
+            &identity.chain[0],
+            &ca(&PKCS_ECDSA_P256_SHA256, "kubernetes")
+        ));
+        let elsewhere =
+            kube_apiserver_identity(&k8s_ca, &[Ipv4Addr::new(10, 0, 128, 6)], &names).unwrap();
+        assert!(!verifies(&elsewhere.chain[0], &k8s_ca), "wrong IP SAN");
     }
 
     #[test]

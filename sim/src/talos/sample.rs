@@ -1,7 +1,8 @@
 //! Sample cluster secrets, machine configs and client certificates, for
 //! tests and demos of the emulated nodes that need valid inputs without
 //! hct's own generator: an Ed25519 OS CA, an ECDSA P-256 Kubernetes CA (as
-//! Talos makes them) and configs in the shapes Talos v1.11 and v1.12 take.
+//! Talos makes them), Talos API and Kubernetes client certificates, and
+//! configs in the shapes Talos v1.11 and v1.12 take.
 
 use base64::Engine;
 use rcgen::{
@@ -139,6 +140,48 @@ impl SampleCluster {
         client_certificate(&self.os_ca, role)
     }
 
+    /// A Kubernetes client certificate for `user` in `groups` (subject
+    /// `CN=user, O=group…`), issued by the Kubernetes CA with an ECDSA
+    /// P-256 key written as SEC1 (`EC PRIVATE KEY`), as in the admin
+    /// kubeconfig Talos hands out.
+    pub fn kubernetes_client_certificate(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<ClientCertificate, SampleError> {
+        use p256::pkcs8::DecodePrivateKey;
+        let issuer = issuer(&self.kubernetes_ca)?;
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = DistinguishedName::new();
+        for group in groups {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, *group);
+        }
+        params.distinguished_name.push(DnType::CommonName, user);
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let certificate = params.signed_by(&key, &issuer)?;
+        let sec1 = p256::SecretKey::from_pkcs8_der(&key.serialize_der())
+            .ok()
+            .and_then(|k| k.to_sec1_pem(Default::default()).ok())
+            .ok_or(SampleError(rcgen::Error::CouldNotParseKeyPair))?;
+        Ok(ClientCertificate {
+            certificate: certificate.pem(),
+            key: Secret::new(sec1.to_string()),
+        })
+    }
+
+    /// The admin kubeconfig's client certificate: `CN=admin`,
+    /// `O=system:masters`, from the Kubernetes CA.
+    pub fn kubernetes_admin(&self) -> Result<ClientCertificate, SampleError> {
+        self.kubernetes_client_certificate("admin", &["system:masters"])
+    }
+
     /// The machine config of one node, YAML documents as Talos reads them.
     pub fn machine_config(&self, node: &SampleNode) -> String {
         let control_plane = node.control_plane;
@@ -207,8 +250,7 @@ fn client_certificate(
     ca: &CertificateAuthority,
     role: &str,
 ) -> Result<ClientCertificate, SampleError> {
-    let ca_key = KeyPair::from_pem(ca.key.as_ref().map(Secret::expose).unwrap_or_default())?;
-    let issuer = Issuer::from_ca_cert_pem(&ca.certificate, ca_key)?;
+    let issuer = issuer(ca)?;
     let key = KeyPair::generate_for(&PKCS_ED25519)?;
     let mut params = CertificateParams::default();
     params.distinguished_name = DistinguishedName::new();
@@ -225,4 +267,9 @@ fn client_certificate(
                 .replace("PRIVATE KEY", "ED25519 PRIVATE KEY"),
         ),
     })
+}
+
+fn issuer(ca: &CertificateAuthority) -> Result<Issuer<'static, KeyPair>, SampleError> {
+    let ca_key = KeyPair::from_pem(ca.key.as_ref().map(Secret::expose).unwrap_or_default())?;
+    Ok(Issuer::from_ca_cert_pem(&ca.certificate, ca_key)?)
 }

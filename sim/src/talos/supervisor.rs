@@ -2,8 +2,10 @@
 //! only for those: a running Talos on a server with a private address, not
 //! made unreachable by a fault, and (configured) holding its certificate.
 //! Each apid is registered with the proxy as the server's port 50000, so
-//! clients dial `<private-ip>:50000` as on Hetzner. An endpoint that
-//! someone else registered for that port is left alone.
+//! clients dial `<private-ip>:50000` as on Hetzner. Likewise a Kubernetes
+//! API server (`kube_api`) on port 6443 of each control plane whose etcd
+//! member runs. An endpoint that someone else registered for that port is
+//! left alone.
 
 use std::collections::BTreeMap;
 use std::iter;
@@ -15,6 +17,7 @@ use tracing::warn;
 
 use super::apid::{APID_PORT, Apid, ApidMode, ApidSpec};
 use super::calls::NodeRef;
+use super::kube_api::{self, KUBE_API_PORT, KubeApi, KubeApiSpec};
 use super::{cluster, faults, lifecycle};
 use crate::app::{AppState, lock};
 use crate::resources::servers::Server;
@@ -25,8 +28,8 @@ const TICK: Duration = Duration::from_millis(50);
 pub async fn supervise(sim: AppState, mut stop: watch::Receiver<bool>) {
     let mut supervisor = Supervisor {
         sim,
-        running: BTreeMap::new(),
-        failed: BTreeMap::new(),
+        apids: Pool::default(),
+        kube_apis: Pool::default(),
     };
     loop {
         supervisor.reconcile().await;
@@ -35,87 +38,179 @@ pub async fn supervise(sim: AppState, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => break,
         }
     }
-    supervisor.stop_all();
+    supervisor.apids.stop_all(&supervisor.sim);
+    supervisor.kube_apis.stop_all(&supervisor.sim);
 }
 
-struct Supervisor {
-    sim: AppState,
-    running: BTreeMap<Id, Apid>,
+/// A server that stands in for one port of a node.
+trait Served: Sized {
+    type Spec: Clone + PartialEq;
+    const PORT: u16;
+    const NAME: &'static str;
+
+    fn start(sim: AppState, spec: Self::Spec) -> impl Future<Output = Result<Self, String>> + Send;
+    fn spec(&self) -> &Self::Spec;
+    fn addr(&self) -> SocketAddr;
+    fn stop(self);
+}
+
+impl Served for Apid {
+    type Spec = ApidSpec;
+    const PORT: u16 = APID_PORT;
+    const NAME: &'static str = "apid";
+
+    async fn start(sim: AppState, spec: ApidSpec) -> Result<Self, String> {
+        Apid::start(sim, spec).await.map_err(|e| e.to_string())
+    }
+
+    fn spec(&self) -> &ApidSpec {
+        &self.spec
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn stop(self) {
+        Apid::stop(self);
+    }
+}
+
+impl Served for KubeApi {
+    type Spec = KubeApiSpec;
+    const PORT: u16 = KUBE_API_PORT;
+    const NAME: &'static str = "Kubernetes API server";
+
+    async fn start(sim: AppState, spec: KubeApiSpec) -> Result<Self, String> {
+        KubeApi::start(sim, spec).await.map_err(|e| e.to_string())
+    }
+
+    fn spec(&self) -> &KubeApiSpec {
+        &self.spec
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn stop(self) {
+        KubeApi::stop(self);
+    }
+}
+
+/// The running servers of one kind, one per node.
+struct Pool<S: Served> {
+    running: BTreeMap<Id, S>,
     /// Specs that could not start, so that they are not retried every tick.
-    failed: BTreeMap<Id, ApidSpec>,
+    failed: BTreeMap<Id, S::Spec>,
 }
 
-impl Supervisor {
-    async fn reconcile(&mut self) {
-        let wanted = self.wanted();
+impl<S: Served> Default for Pool<S> {
+    fn default() -> Self {
+        Self {
+            running: BTreeMap::new(),
+            failed: BTreeMap::new(),
+        }
+    }
+}
+
+impl<S: Served> Pool<S> {
+    async fn reconcile(&mut self, sim: &AppState, wanted: BTreeMap<Id, S::Spec>) {
         let outdated: Vec<Id> = self
             .running
             .iter()
-            .filter(|(id, apid)| wanted.get(id) != Some(&apid.spec))
+            .filter(|(id, served)| wanted.get(id) != Some(served.spec()))
             .map(|(id, _)| *id)
             .collect();
         for id in outdated {
-            if let Some(apid) = self.running.remove(&id) {
-                self.withdraw(id, apid.addr);
-                apid.stop();
+            if let Some(served) = self.running.remove(&id) {
+                withdraw(sim, id, S::PORT, served.addr());
+                served.stop();
             }
         }
         self.failed.retain(|id, spec| wanted.get(id) == Some(spec));
         for (id, spec) in wanted {
             if self.running.contains_key(&id)
                 || self.failed.contains_key(&id)
-                || self.taken_by_others(id)
+                || lock(&sim.endpoints).contains_key(&(id, S::PORT))
             {
                 continue;
             }
-            match Apid::start(self.sim.clone(), spec.clone()).await {
-                Ok(apid) => {
-                    lock(&self.sim.endpoints)
-                        .entry((id, APID_PORT))
-                        .or_insert(apid.addr);
-                    self.running.insert(id, apid);
+            match S::start(sim.clone(), spec.clone()).await {
+                Ok(served) => {
+                    lock(&sim.endpoints)
+                        .entry((id, S::PORT))
+                        .or_insert(served.addr());
+                    self.running.insert(id, served);
                 }
                 Err(e) => {
-                    warn!(server = id, "cannot start the emulated apid: {e}");
+                    warn!(server = id, "cannot start the emulated {}: {e}", S::NAME);
                     self.failed.insert(id, spec);
                 }
             }
         }
     }
 
-    /// Brings the nodes up to now, then says which apids should run.
-    fn wanted(&self) -> BTreeMap<Id, ApidSpec> {
+    fn stop_all(&mut self, sim: &AppState) {
+        for (id, served) in std::mem::take(&mut self.running) {
+            withdraw(sim, id, S::PORT, served.addr());
+            served.stop();
+        }
+    }
+}
+
+/// Unregisters a server's port, unless the endpoint now leads elsewhere.
+fn withdraw(sim: &AppState, id: Id, port: u16, addr: SocketAddr) {
+    let mut endpoints = lock(&sim.endpoints);
+    if endpoints.get(&(id, port)) == Some(&addr) {
+        endpoints.remove(&(id, port));
+    }
+}
+
+struct Supervisor {
+    sim: AppState,
+    apids: Pool<Apid>,
+    kube_apis: Pool<KubeApi>,
+}
+
+impl Supervisor {
+    async fn reconcile(&mut self) {
+        let (apids, kube_apis) = self.wanted();
+        self.apids.reconcile(&self.sim, apids).await;
+        self.kube_apis.reconcile(&self.sim, kube_apis).await;
+    }
+
+    /// Brings the nodes up to now, then says which apids and Kubernetes
+    /// API servers should run.
+    fn wanted(&self) -> (BTreeMap<Id, ApidSpec>, BTreeMap<Id, KubeApiSpec>) {
         let mut world = self.sim.world();
         let updates = lifecycle::plan(&world, world.now);
         if !updates.is_empty() {
             lifecycle::apply(&mut world, updates);
         }
-        world
+        let apids = world
             .servers
             .values()
             .filter_map(|server| spec(&world, server))
             .map(|spec| (spec.node.server, spec))
-            .collect()
+            .collect();
+        let kube_apis = world
+            .servers
+            .values()
+            .filter_map(|server| kube_api::spec(&world, server))
+            .map(|spec| (spec.node.server, spec))
+            .collect();
+        (apids, kube_apis)
     }
+}
 
-    fn taken_by_others(&self, id: Id) -> bool {
-        lock(&self.sim.endpoints).contains_key(&(id, APID_PORT))
-    }
-
-    /// Unregisters the apid, unless the endpoint now leads elsewhere.
-    fn withdraw(&self, id: Id, addr: SocketAddr) {
-        let mut endpoints = lock(&self.sim.endpoints);
-        if endpoints.get(&(id, APID_PORT)) == Some(&addr) {
-            endpoints.remove(&(id, APID_PORT));
-        }
-    }
-
-    fn stop_all(&mut self) {
-        for (id, apid) in std::mem::take(&mut self.running) {
-            self.withdraw(id, apid.addr);
-            apid.stop();
-        }
-    }
+/// The server's private addresses (primary and alias IPs of every network).
+pub fn private_ips(server: &Server) -> Vec<Ipv4Addr> {
+    server
+        .private_net
+        .iter()
+        .flat_map(|p| iter::once(p.ip).chain(p.alias_ips.iter().copied()))
+        .collect()
 }
 
 fn spec(world: &World, server: &Server) -> Option<ApidSpec> {
@@ -123,11 +218,7 @@ fn spec(world: &World, server: &Server) -> Option<ApidSpec> {
     if !talos.node.is_running() || faults::is_unreachable(&world.config.talos_faults, server) {
         return None;
     }
-    let ips: Vec<Ipv4Addr> = server
-        .private_net
-        .iter()
-        .flat_map(|p| iter::once(p.ip).chain(p.alias_ips.iter().copied()))
-        .collect();
+    let ips = private_ips(server);
     if ips.is_empty() {
         return None;
     }

@@ -3,7 +3,9 @@
 //! requires a client certificate: the handshake only checks that the client
 //! holds the certificate's key; whether the certificate chains to the OS CA
 //! is judged afterwards and travels with the connection, so that a stranger
-//! is answered `Unauthenticated` rather than with a torn connection.
+//! is answered `Unauthenticated` rather than with a torn connection. The
+//! Kubernetes API server (`kube_api`) works alike with the Kubernetes CA,
+//! asking for a client certificate without requiring one.
 
 use std::io;
 use std::pin::Pin;
@@ -29,7 +31,7 @@ use super::pki::{self, PkiError, ServerIdentity};
 pub enum TlsError {
     #[error("TLS setup: {0}")]
     Rustls(#[from] rustls::Error),
-    #[error("the OS CA certificate {0}")]
+    #[error("the CA certificate {0}")]
     Ca(#[from] PkiError),
     #[error("cannot verify client certificates: {0}")]
     Verifier(#[from] VerifierBuilderError),
@@ -57,6 +59,8 @@ pub fn configured_config(identity: ServerIdentity) -> Result<ServerConfig, TlsEr
     let provider = provider();
     let verifier = ProofOfPossession {
         algorithms: provider.signature_verification_algorithms,
+        mandatory: true,
+        hints: Vec::new(),
     };
     let config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
@@ -65,15 +69,49 @@ pub fn configured_config(identity: ServerIdentity) -> Result<ServerConfig, TlsEr
     Ok(finish(config))
 }
 
-/// Requires a client certificate and proof of its key, nothing more.
+/// kube-apiserver's TLS: HTTP/1.1, a client certificate asked for (naming
+/// the Kubernetes CA as the one wanted) but not required, as Go's
+/// `RequestClientCert`; whether it chains to the CA is judged afterwards,
+/// and a request without a trusted one is answered 401.
+pub fn kube_api_config(
+    identity: ServerIdentity,
+    kubernetes_ca: &str,
+) -> Result<ServerConfig, TlsError> {
+    let provider = provider();
+    let ca = pki::certificate_der(kubernetes_ca)?;
+    let hints = x509_parser::parse_x509_certificate(&ca)
+        .map(|(_, parsed)| vec![DistinguishedName::from(parsed.subject().as_raw().to_vec())])
+        .unwrap_or_default();
+    let verifier = ProofOfPossession {
+        algorithms: provider.signature_verification_algorithms,
+        mandatory: false,
+        hints,
+    };
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(Arc::new(verifier))
+        .with_single_cert(identity.chain, identity.key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// Asks for a client certificate and checks proof of its key, nothing more.
 #[derive(Debug)]
 struct ProofOfPossession {
     algorithms: WebPkiSupportedAlgorithms,
+    /// Whether a client without a certificate is turned away.
+    mandatory: bool,
+    /// The CAs named to the client as acceptable issuers.
+    hints: Vec<DistinguishedName>,
 }
 
 impl ClientCertVerifier for ProofOfPossession {
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        &[]
+        &self.hints
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.mandatory
     }
 
     fn verify_client_cert(

@@ -272,7 +272,7 @@ impl Resource for ClusterResource {
             diagnostics.push(e.to_diagnostic());
         }
         // Whatever happened, state gets every server that exists.
-        if let Err(d) = finish_state(&mut state, &settings, &request.prior, &recorder.nodes()) {
+        if let Err(d) = finish_state(&mut state, &settings, &recorder.nodes()) {
             diagnostics.push(d);
         }
         if request.prior.is_null() && recorder.nodes().is_empty() && diagnostics.has_errors() {
@@ -507,7 +507,6 @@ async fn preflight(
 fn finish_state(
     state: &mut Value,
     settings: &ClusterSettings,
-    prior: &Value,
     nodes: &[NodeRecord],
 ) -> Result<(), Diagnostic> {
     set(state, "control_plane_nodes", nodes_value(nodes));
@@ -539,7 +538,6 @@ fn finish_state(
         .map_err(issue_error)?;
         set(state, "kubeconfig", Value::from(kubeconfig.into_string()));
     }
-    let _ = prior;
     Ok(())
 }
 

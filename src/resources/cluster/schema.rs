@@ -9,8 +9,8 @@ pub fn schema() -> Schema {
         "A private-only Talos Linux control plane on Hetzner Cloud, bootstrapped: spread \
          placement groups, servers without public IPs at the network plan's fixed IPs, machine \
          configs made for the private network (default route via the gateway, node IPs only from \
-         the node ranges, etcd on the control-plane range), etcd bootstrapped once, and the \
-         talosconfig and kubeconfig. Worker pools join with `hct_worker_pool` and `worker_join`.\n\n\
+         the node ranges, etcd on the control-plane range), etcd bootstrapped once, the Kubernetes API \
+         servers ready (`/readyz`), and the talosconfig and kubeconfig. Worker pools join with `hct_worker_pool` and `worker_join`.\n\n\
          Every server is in state as soon as it exists; a failed or interrupted apply leaves \
          partial state (a failed create taints the resource: `terraform untaint` to continue \
          instead of replacing). Changes to patches, labels, the Kubernetes version or the plan \
