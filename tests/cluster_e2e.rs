@@ -47,18 +47,25 @@ fn pool_nodes(ws: &Workspace, pool: &str) -> Vec<(String, i64, String)> {
         .collect()
 }
 
-/// A sensitive attribute of a resource, from `terraform show -json`.
-fn state_attribute(ws: &Workspace, address: &str, name: &str) -> String {
+/// A resource's values in state, from `terraform show -json` (sensitive
+/// ones included).
+fn resource_values(ws: &Workspace, address: &str) -> serde_json::Value {
     let out = ws
         .terraform(&["show", "-json"])
         .expect_success("show -json");
     let state: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     state["values"]["root_module"]["resources"]
         .as_array()
-        .unwrap()
-        .iter()
+        .into_iter()
+        .flatten()
         .find(|r| r["address"] == address)
-        .and_then(|r| r["values"][name].as_str())
+        .map(|r| r["values"].clone())
+        .unwrap_or_default()
+}
+
+fn state_attribute(ws: &Workspace, address: &str, name: &str) -> String {
+    resource_values(ws, address)[name]
+        .as_str()
         .unwrap_or_else(|| panic!("{address}.{name} not in state"))
         .to_string()
 }
@@ -296,24 +303,12 @@ async fn ctrl_c_stops_a_long_wait_promptly_and_keeps_the_servers_in_state() {
 
 /// The server ids of `hct_cluster.this.control_plane_nodes` in state.
 fn control_plane_server_ids(ws: &Workspace) -> Vec<i64> {
-    let out = ws
-        .terraform(&["show", "-json"])
-        .expect_success("show -json");
-    let state: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    state["values"]["root_module"]["resources"]
+    resource_values(ws, "hct_cluster.this")["control_plane_nodes"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|r| r["address"] == "hct_cluster.this")
-        .map(|r| {
-            r["values"]["control_plane_nodes"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|n| n["server_id"].as_i64())
-                .collect()
-        })
-        .unwrap_or_default()
+        .filter_map(|n| n["server_id"].as_i64())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -413,6 +408,57 @@ async fn an_api_server_that_never_gets_ready_times_out_naming_it() {
         // Terraform wraps long lines.
         let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(words.contains("[-]etcd failed: injected"), "{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configs_applied_in_maintenance_mode_keep_user_data_empty() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve", "-var", "config_delivery=apply"])
+            .expect_success("apply with config_delivery = apply");
+        assert_eq!(server_names(&sim), expected_names(3));
+        sim.inspect(|w| {
+            for server in w.servers.values() {
+                assert!(server.user_data.is_none(), "{} has user data", server.name);
+            }
+        });
+        let out = ws.terraform(&[
+            "plan",
+            "-detailed-exitcode",
+            "-var",
+            "config_delivery=apply",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_hct_cannot_make_in_place_fail_the_plan() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let out = ws
+            .terraform(&["plan", "-var", "talos_version=v1.12.7"])
+            .expect_failure("talos_version change");
+        assert!(
+            out.stderr
+                .contains("talos_version cannot change in place yet"),
+            "{out}"
+        );
+        ws.write(
+            "pools.auto.tfvars",
+            &pools(3).replace(r#"sku = "cx33""#, r#"sku = "cx43""#),
+        );
+        let out = ws.terraform(&["plan"]).expect_failure("server type change");
+        assert!(
+            out.stderr
+                .contains("server_type cannot change in place yet"),
+            "{out}"
+        );
     });
 }
 

@@ -42,6 +42,12 @@ variable "create_timeout" {
   default     = "30m"
 }
 
+variable "config_delivery" {
+  description = "\"user_data\" (configs in the servers' user data) or \"apply\" (applied over the Talos API in maintenance mode)."
+  type        = string
+  default     = "user_data"
+}
+
 variable "machine_secrets" {
   description = "A talosctl secrets.yaml to adopt (e.g. to import an existing cluster); default: generated."
   type        = string
@@ -93,6 +99,7 @@ resource "hct_cluster" "this" {
   schematic_id  = hct_talos_image.this.schematic_id
   control_plane = { server_type = "cx23", location = var.location }
   machine_secrets = var.machine_secrets
+  config_delivery = var.config_delivery
 
   timeouts {
     create = var.create_timeout

@@ -3,11 +3,15 @@
 //! the SOCKS5 proxy while it runs on a network, with the TLS of maintenance
 //! mode, and its faults come and go through `/_sim/faults`.
 
+mod common;
+
+use common::{call, sim, talos_image};
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hct_sim::{Durations, Id, Profile, Sim, SimHandle, SimOptions};
+use hct_sim::{Id, SimHandle};
 use reqwest::{Method, StatusCode};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -20,55 +24,6 @@ use tokio_rustls::TlsConnector;
 
 const APID: u16 = 50000;
 const PATIENCE: Duration = Duration::from_secs(20);
-
-async fn sim() -> SimHandle {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    Sim::start(SimOptions {
-        seed: true,
-        durations: Durations::new(Profile::Fast),
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap()
-}
-
-async fn call(
-    sim: &SimHandle,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let base = sim.endpoint();
-    let url = match path.strip_prefix("/_sim") {
-        Some(rest) => format!("{}/_sim{rest}", base.trim_end_matches("/v1")),
-        None => format!("{base}{path}"),
-    };
-    let mut request = reqwest::Client::new()
-        .request(method, url)
-        .bearer_auth(sim.token());
-    if let Some(body) = body {
-        request = request
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn talos_image(sim: &SimHandle) -> Id {
-    sim.inspect(|w| {
-        w.images
-            .values()
-            .find(|i| {
-                i.labels.get("version").map(String::as_str) == Some("v1.12.6")
-                    && i.labels.get("arch").map(String::as_str) == Some("amd64")
-            })
-            .map(|i| i.id)
-            .unwrap()
-    })
-}
 
 fn network(sim: &SimHandle) -> Id {
     sim.inspect(|w| *w.networks.keys().next().unwrap())

@@ -3,18 +3,22 @@
 //! through the SOCKS5 proxy, with the admin kubeconfig's client
 //! certificate, once the cluster is bootstrapped.
 
+mod common;
+
+use common::{call, sim, talos_image};
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use hct_sim::talos::calls::{self, NodeRef};
 use hct_sim::talos::sample::{ClientCertificate, SampleCluster, SampleNode};
-use hct_sim::{Durations, Id, Profile, Sim, SimHandle, SimOptions};
+use hct_sim::{Id, SimHandle};
 use reqwest::{Method, StatusCode};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -27,55 +31,6 @@ const PATIENCE: Duration = Duration::from_secs(20);
 const GATEWAY: &str = "10.0.0.1";
 /// SOCKS5 reply: connection refused.
 const REFUSED: u8 = 5;
-
-async fn sim() -> SimHandle {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    Sim::start(SimOptions {
-        seed: true,
-        durations: Durations::new(Profile::Fast),
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap()
-}
-
-async fn call(
-    sim: &SimHandle,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let base = sim.endpoint();
-    let url = match path.strip_prefix("/_sim") {
-        Some(rest) => format!("{}/_sim{rest}", base.trim_end_matches("/v1")),
-        None => format!("{base}{path}"),
-    };
-    let mut request = reqwest::Client::new()
-        .request(method, url)
-        .bearer_auth(sim.token());
-    if let Some(body) = body {
-        request = request
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn talos_image(sim: &SimHandle) -> Id {
-    sim.inspect(|w| {
-        w.images
-            .values()
-            .find(|i| {
-                i.labels.get("version").map(String::as_str) == Some("v1.12.6")
-                    && i.labels.get("arch").map(String::as_str) == Some("amd64")
-            })
-            .map(|i| i.id)
-            .unwrap()
-    })
-}
 
 /// Creates a private-only Talos server configured by its user data.
 async fn configured_server(sim: &SimHandle, name: &str, config: &str) -> Id {

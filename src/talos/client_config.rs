@@ -97,13 +97,7 @@ pub(crate) fn talosconfig_at(
     let certificate = issue(
         secrets.os_ca(),
         "Talos admin",
-        ClientCertificateRequest {
-            common_name: None,
-            organization: TALOS_ADMIN_ROLE.into(),
-            algorithm: KeyAlgorithm::Ed25519,
-            key_usages: vec![KeyUsagePurpose::DigitalSignature],
-            validity: ADMIN_CERTIFICATE_VALIDITY,
-        },
+        talos_admin(ADMIN_CERTIFICATE_VALIDITY),
         now,
     )?;
     let control_plane: Vec<String> = plan
@@ -149,16 +143,7 @@ pub(crate) fn admin_kubeconfig_at(
     let certificate = issue(
         secrets.kubernetes_ca(),
         "Kubernetes admin",
-        ClientCertificateRequest {
-            common_name: Some(KUBERNETES_ADMIN_USER.into()),
-            organization: KUBERNETES_ADMIN_GROUP.into(),
-            algorithm: KeyAlgorithm::EcdsaP256,
-            key_usages: vec![
-                KeyUsagePurpose::DigitalSignature,
-                KeyUsagePurpose::KeyEncipherment,
-            ],
-            validity: ADMIN_CERTIFICATE_VALIDITY,
-        },
+        kubernetes_admin(ADMIN_CERTIFICATE_VALIDITY),
         now,
     )?;
     let user = format!("{KUBERNETES_ADMIN_USER}@{cluster_name}");
@@ -216,13 +201,7 @@ pub fn talos_api_credentials(
     let certificate = issue(
         secrets.os_ca(),
         "Talos API",
-        ClientCertificateRequest {
-            common_name: None,
-            organization: TALOS_ADMIN_ROLE.into(),
-            algorithm: KeyAlgorithm::Ed25519,
-            key_usages: vec![KeyUsagePurpose::DigitalSignature],
-            validity,
-        },
+        talos_admin(validity),
         SystemTime::now(),
     )?;
     Ok(ApiCredentials {
@@ -240,16 +219,7 @@ pub fn kubernetes_api_credentials(
     let certificate = issue(
         secrets.kubernetes_ca(),
         "Kubernetes API",
-        ClientCertificateRequest {
-            common_name: Some(KUBERNETES_ADMIN_USER.into()),
-            organization: KUBERNETES_ADMIN_GROUP.into(),
-            algorithm: KeyAlgorithm::EcdsaP256,
-            key_usages: vec![
-                KeyUsagePurpose::DigitalSignature,
-                KeyUsagePurpose::KeyEncipherment,
-            ],
-            validity,
-        },
+        kubernetes_admin(validity),
         SystemTime::now(),
     )?;
     Ok(ApiCredentials {
@@ -257,6 +227,31 @@ pub fn kubernetes_api_credentials(
         certificate: certificate.cert_pem.clone(),
         key: certificate.key.as_pem().to_string(),
     })
+}
+
+/// The talosconfig's certificate: Talos' `os:admin` role, Ed25519.
+fn talos_admin(validity: Duration) -> ClientCertificateRequest {
+    ClientCertificateRequest {
+        common_name: None,
+        organization: TALOS_ADMIN_ROLE.into(),
+        algorithm: KeyAlgorithm::Ed25519,
+        key_usages: vec![KeyUsagePurpose::DigitalSignature],
+        validity,
+    }
+}
+
+/// The kubeconfig's certificate: `admin` in `system:masters`, ECDSA P-256.
+fn kubernetes_admin(validity: Duration) -> ClientCertificateRequest {
+    ClientCertificateRequest {
+        common_name: Some(KUBERNETES_ADMIN_USER.into()),
+        organization: KUBERNETES_ADMIN_GROUP.into(),
+        algorithm: KeyAlgorithm::EcdsaP256,
+        key_usages: vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ],
+        validity,
+    }
 }
 
 fn check_cluster_name(cluster_name: &str) -> Result<(), ClientConfigError> {
