@@ -109,6 +109,23 @@ fn server_id(sim: &SimHandle, name: &str) -> i64 {
         .unwrap_or_else(|| panic!("no server {name}"))
 }
 
+/// Starts `terraform apply` and returns once `count` servers exist.
+fn apply_until_servers_exist(ws: &Workspace, sim: &SimHandle, count: usize) -> std::process::Child {
+    let apply = ws
+        .command(&["apply", "-auto-approve", "-no-color"])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while server_names(sim).len() < count {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "servers never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    apply
+}
+
 /// `terraform plan -detailed-exitcode`: 0 = no changes, 2 = changes.
 fn plan_exit_code(ws: &Workspace) -> (i32, TfOutput) {
     let out = ws.terraform(&["plan", "-detailed-exitcode"]);
@@ -270,18 +287,7 @@ async fn ctrl_c_stops_a_long_wait_promptly_and_keeps_the_servers_in_state() {
     let ws = workspace(&sim);
     sim.add_fault(FaultSpec::parse(r#"{"talos": "slow_boot", "delay_ms": 600000}"#).unwrap());
     tokio::task::block_in_place(|| {
-        let mut apply = ws
-            .command(&["apply", "-auto-approve", "-no-color"])
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while server_names(&sim).len() < 3 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "servers never appeared"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut apply = apply_until_servers_exist(&ws, &sim, 3);
         std::thread::sleep(Duration::from_millis(500));
         // What Ctrl-C does: SIGINT to Terraform, which sends StopProvider.
         std::process::Command::new("kill")
@@ -486,18 +492,7 @@ async fn the_provider_killed_mid_apply_then_apply_again_converges() {
     // Nodes boot slowly (15 s), so the apply is still waiting when it is killed.
     sim.add_fault(FaultSpec::parse(r#"{"talos": "slow_boot", "delay_ms": 15000}"#).unwrap());
     tokio::task::block_in_place(|| {
-        let mut apply = ws
-            .command(&["apply", "-auto-approve", "-no-color"])
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while server_names(&sim).len() < 3 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "servers never appeared"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut apply = apply_until_servers_exist(&ws, &sim, 3);
         let provider = provider_child(apply.id()).expect("the provider process");
         // SAFETY-free: a plain kill(2) of our own child's child.
         std::process::Command::new("kill")

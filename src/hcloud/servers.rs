@@ -119,8 +119,20 @@ impl Client {
         if let Some(user_data) = &spec.user_data {
             body["user_data"] = json!(user_data);
         }
+        self.create_or_adopt(&spec.name, &spec.labels, &body).await
+    }
+
+    /// POSTs `body`; on `uniqueness_error`, the existing server of `name` is
+    /// adopted when it carries all of `labels` (ours: an earlier run, or a
+    /// create whose answer was lost).
+    async fn create_or_adopt(
+        &self,
+        name: &str,
+        labels: &Labels,
+        body: &serde_json::Value,
+    ) -> Result<CreatedServer, HcloudError> {
         match self
-            .call::<CreateAnswer>(Method::POST, "servers", &[], Some(&body), Retry::Transient)
+            .call::<CreateAnswer>(Method::POST, "servers", &[], Some(body), Retry::Transient)
             .await
         {
             Ok(answer) => Ok(CreatedServer {
@@ -129,14 +141,13 @@ impl Client {
                 adopted: false,
             }),
             Err(e) if e.code() == Some("uniqueness_error") => {
-                match self.server_by_name(&spec.name).await? {
+                match self.server_by_name(name).await? {
                     Some(existing)
-                        if spec
-                            .labels
+                        if labels
                             .iter()
                             .all(|(k, v)| existing.labels.get(k) == Some(v)) =>
                     {
-                        info!(server = %spec.name, id = existing.id, "adopting existing server with our labels");
+                        info!(server = %name, id = existing.id, "adopting existing server with our labels");
                         Ok(CreatedServer {
                             server: existing,
                             action: None,
@@ -396,33 +407,6 @@ impl Client {
             "labels": spec.labels,
             "ssh_keys": spec.ssh_keys,
         });
-        match self
-            .call::<CreateAnswer>(Method::POST, "servers", &[], Some(&body), Retry::Transient)
-            .await
-        {
-            Ok(answer) => Ok(CreatedServer {
-                server: answer.server,
-                action: Some(answer.action),
-                adopted: false,
-            }),
-            Err(e) if e.code() == Some("uniqueness_error") => {
-                match self.server_by_name(&spec.name).await? {
-                    Some(existing)
-                        if spec
-                            .labels
-                            .iter()
-                            .all(|(k, v)| existing.labels.get(k) == Some(v)) =>
-                    {
-                        Ok(CreatedServer {
-                            server: existing,
-                            action: None,
-                            adopted: true,
-                        })
-                    }
-                    _ => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        }
+        self.create_or_adopt(&spec.name, &spec.labels, &body).await
     }
 }
