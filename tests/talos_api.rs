@@ -302,6 +302,15 @@ async fn hct_configs_take_nodes_from_maintenance_to_a_bootstrapped_cluster() {
         .unwrap_err();
     assert!(matches!(staged, TalosError::Maintenance { .. }), "{staged}");
     assert_eq!(talos_state(&sim, servers[0])["mode"], "maintenance");
+    // The cluster's admin sees a maintenance-mode node as such, not as a
+    // node of another cluster.
+    let admin = talosconfig_admin(&plan, &secrets);
+    let early = TalosClient::connect(&address(&sim, "10.0.128.17"), &admin).await;
+    assert!(
+        matches!(early, Err(TalosError::Maintenance { .. })),
+        "{:?}",
+        early.err()
+    );
 
     for (name, ip) in control_planes {
         apply(
@@ -643,9 +652,11 @@ async fn reset_returns_nodes_to_maintenance_and_etcd_remembers_the_ungraceful() 
         wiped.services().await,
         Err(TalosError::Maintenance { .. })
     ));
+    // The wiped node's self-signed certificate is told apart from another
+    // cluster's: it is in maintenance mode.
     let refused = TalosClient::connect(&address(&sim, "10.0.128.12"), &admin).await;
     assert!(
-        matches!(refused, Err(TalosError::WrongCa { .. })),
+        matches!(refused, Err(TalosError::Maintenance { .. })),
         "{:?}",
         refused.err()
     );

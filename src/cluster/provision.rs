@@ -340,8 +340,7 @@ impl Group<'_> {
                         info!(node = %d.slot.name, mode = %applied.mode, "machine config applied");
                         return Ok(());
                     }
-                    // A maintenance-mode node shows a self-signed certificate.
-                    Err(TalosError::WrongCa { .. }) => {}
+                    Err(TalosError::Maintenance { .. }) => {}
                     Err(other) => return Err(Retry::from(other)),
                 }
                 let maintenance = Trust::Maintenance {

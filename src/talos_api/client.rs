@@ -85,6 +85,13 @@ impl NodeAddress {
     }
 }
 
+/// What a node says to a client that shows no certificate.
+enum Probe {
+    Maintenance,
+    WantsCertificate,
+    Gone(TalosError),
+}
+
 /// A connected client of one node.
 pub struct TalosClient {
     node: String,
@@ -95,7 +102,45 @@ pub struct TalosClient {
 
 impl TalosClient {
     /// Dials the node and completes the TLS handshake.
+    ///
+    /// A node that shows an unknown certificate to the cluster's admin is
+    /// either still in maintenance mode (its maintenance service keeps
+    /// answering for a few seconds after a config is applied) or configured
+    /// by another cluster. Only the maintenance service answers a client
+    /// without a certificate, so asking it tells the two apart.
     pub async fn connect(address: &NodeAddress, trust: &Trust) -> Result<Self, TalosError> {
+        let dialed = Self::dial(address, trust).await;
+        let (Err(TalosError::WrongCa { node, .. }), Trust::Admin(_)) = (&dialed, trust) else {
+            return dialed;
+        };
+        match Self::probe_without_certificate(address).await {
+            Probe::Maintenance => Err(TalosError::Maintenance { node: node.clone() }),
+            // It went down in between, e.g. to boot into its new config.
+            Probe::Gone(error) => Err(error),
+            // Configured: by another cluster, or by us a moment ago.
+            Probe::WantsCertificate => Self::dial(address, trust).await,
+        }
+    }
+
+    async fn probe_without_certificate(address: &NodeAddress) -> Probe {
+        let anonymous = Trust::Maintenance {
+            pinned_spki_sha256: None,
+        };
+        let mut client = match Self::dial(address, &anonymous).await {
+            Ok(client) => client,
+            Err(error) => return Probe::Gone(error),
+        };
+        // Any answer of apid's own, even a refusal (the node is rebooting
+        // into its config), means the session needed no client certificate.
+        // A configured node ends the session instead: a transport error.
+        match client.inner.version(client.request(())).await {
+            Ok(_) => Probe::Maintenance,
+            Err(status) if std::error::Error::source(&status).is_none() => Probe::Maintenance,
+            Err(_) => Probe::WantsCertificate,
+        }
+    }
+
+    async fn dial(address: &NodeAddress, trust: &Trust) -> Result<Self, TalosError> {
         let node = address.ip.to_string();
         let tls = TlsConnector::from(Arc::new(client_config(trust)?));
         let server_name = rustls::pki_types::ServerName::IpAddress(address.ip.into());
