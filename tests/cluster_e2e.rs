@@ -1,6 +1,7 @@
 //! `hct_cluster` and `hct_worker_pool` through a real Terraform against
 //! hct-sim, on the shipped example `examples/private-cluster` (the reference
-//! layout): apply, no-change plan, scale a pool 3 → 5 → 2, drift, import,
+//! layout): apply, no-change plan, scale a pool 3 → 5 → 2, drift (servers,
+//! labels, configs changed with talosctl), import,
 //! destroy; and the ways it goes wrong: API faults, a failing action, a node
 //! that never comes up, a network without the default route, and the
 //! provider killed mid-apply.
@@ -10,6 +11,10 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use hct::provider::config::Secret;
+use hct::talos::Secrets;
+use hct::talos::client_config::talos_api_credentials;
+use hct::talos_api::{AdminCredentials, ApplyMode, NodeAddress, TalosClient, Trust};
 use hct_sim::{FaultSpec, SimHandle};
 use serde_json::json;
 use support::{TfOutput, Workspace};
@@ -382,6 +387,19 @@ async fn a_node_that_never_comes_up_times_out_naming_it() {
             "{out}"
         );
         assert!(out.stderr.contains("waiting for the Talos API"), "{out}");
+        // A plan meanwhile cannot read that node's config back, and says so.
+        let out = ws
+            .terraform(&["plan"])
+            .expect_success("plan with a node unreachable");
+        let words = format!("{} {}", out.stdout, out.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(words.contains("Warning: Node configs not checked"), "{out}");
+        assert!(
+            words.contains("noreturn-cp-2 (10.0.128.18: cannot reach the Talos API"),
+            "{out}"
+        );
         // The servers are in state; once the node answers, untaint and continue.
         sim.clear_faults();
         ws.terraform(&["untaint", "hct_cluster.this"])
@@ -415,6 +433,64 @@ async fn an_api_server_that_never_gets_ready_times_out_naming_it() {
         let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(words.contains("[-]etcd failed: injected"), "{out}");
     });
+}
+
+/// The cluster's admin, as hct makes it from the machine secrets in state.
+fn talos_admin(ws: &Workspace) -> Trust {
+    let yaml = state_attribute(ws, "hct_cluster.this", "machine_secrets");
+    let secrets = Secrets::from_yaml(&yaml).unwrap();
+    let api = talos_api_credentials(&secrets, Duration::from_secs(3600)).unwrap();
+    Trust::Admin(AdminCredentials {
+        os_ca: api.ca,
+        certificate: api.certificate,
+        key: Secret::new(api.key),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_changed_outside_hct_shows_in_the_plan_and_is_put_back() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    let admin = tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        talos_admin(&ws)
+    });
+    let general_1 = NodeAddress::new("10.0.128.65".parse().unwrap(), Some(sim.proxy_addr()));
+    let ids_before = pool_nodes(&ws, "general");
+
+    // Someone edits noreturn-general-1's config with talosctl.
+    let mut node = TalosClient::connect(&general_1, &admin).await.unwrap();
+    let applied = node.machine_config().await.unwrap();
+    let edited = applied.replace("purpose: general", "purpose: edited");
+    assert_ne!(edited, applied, "the config carries the pool's node label");
+    node.apply_configuration(edited.as_bytes(), ApplyMode::Auto)
+        .await
+        .unwrap();
+
+    tokio::task::block_in_place(|| {
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 2, "the edited config must show\n{out}");
+        assert!(out.stdout.contains("config_sha256"), "{out}");
+        assert!(
+            out.stdout
+                .contains(r#"hct_worker_pool.this["general"] will be updated in-place"#),
+            "{out}"
+        );
+        assert!(
+            !out.stdout
+                .contains(r#"hct_worker_pool.this["platform"] will be updated"#),
+            "{out}"
+        );
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("put the config back");
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after putting it back\n{out}");
+    });
+    let ids_after = pool_nodes(&ws, "general");
+    assert_eq!(ids_before, ids_after, "same servers, same config hashes");
+    let mut node = TalosClient::connect(&general_1, &admin).await.unwrap();
+    assert_eq!(node.machine_config().await.unwrap(), applied);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -366,6 +366,13 @@ async fn hct_configs_take_nodes_from_maintenance_to_a_bootstrapped_cluster() {
         general.bootstrap().await,
         Err(TalosError::NotControlPlane { .. })
     ));
+    // The config it runs, as user data delivered it.
+    assert_eq!(general.machine_config().await.unwrap(), worker_config);
+    let missing = general.read_file("/etc/shadow").await.unwrap_err();
+    assert!(
+        matches!(&missing, TalosError::Rejected { code, .. } if code == "NotFound"),
+        "{missing}"
+    );
     let services: Vec<String> = general
         .services()
         .await
@@ -439,6 +446,11 @@ async fn another_clusters_credentials_are_refused() {
     assert_eq!(client.version().await.unwrap().tag, "v1.12.6");
     assert!(matches!(
         client.kubeconfig().await,
+        Err(TalosError::Unauthorized { .. })
+    ));
+    // Nor read the config, which holds the cluster's secrets.
+    assert!(matches!(
+        client.machine_config().await,
         Err(TalosError::Unauthorized { .. })
     ));
     sim.shutdown().await.unwrap();

@@ -13,6 +13,7 @@
 //!   scale down, re-apply configs, delete).
 //! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet,
 //!   and the Kubernetes API's `/readyz` (`kube_api`).
+//! - `running_config`: the configs nodes run, read back at refresh (drift).
 //! - `wait`: retrying with progress logs, timeouts and Ctrl-C.
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
@@ -23,6 +24,7 @@ pub mod layout;
 pub mod naming;
 pub mod preflight;
 pub mod provision;
+pub mod running_config;
 pub mod settings;
 pub mod wait;
 

@@ -133,11 +133,11 @@ impl ClusterSettings {
     }
 }
 
-/// SHA-256 of a machine config: what state records of the config a node
-/// was given, so a changed input shows as a planned re-apply.
+/// What state records of the config a node was given (a fingerprint of its
+/// meaning, see `talos::config::config_sha256`), so a changed input, or a
+/// node running something else, shows as a planned re-apply.
 pub fn config_sha256(config: &MachineConfig) -> String {
-    let digest = Sha256::digest(config.as_str().as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    crate::talos::config::config_sha256(config.as_str())
 }
 
 /// `hct_cluster.worker_join`: all a worker pool needs to make its nodes'

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use crate::cluster::NodeRecord;
 use crate::cluster::naming::{self, RESERVED_LABELS};
+use crate::cluster::running_config;
+use crate::cluster::settings::ClusterSettings;
 use crate::duration;
 use crate::hcloud::models::{Labels, Server};
 use crate::provider::Applied;
@@ -26,8 +28,10 @@ pub fn node_list_type() -> Type {
 }
 
 pub const NODE_LIST_DESCRIPTION: &str = "The nodes in index order: `name` (the Hetzner server \
-    name, also the Kubernetes node name), `server_id`, `ip` (private) and `config_sha256` (of the \
-    machine config the node was given; a planned change here means hct re-applies the config).";
+    name, also the Kubernetes node name), `server_id`, `ip` (private) and `config_sha256` (a \
+    fingerprint of the machine config's meaning: of the config hct gave the node, and after each \
+    refresh of the config the node runs, read back over the Talos API; a planned change here \
+    means hct re-applies the node's config).";
 
 pub fn node_value(node: &NodeRecord) -> Value {
     Value::object([
@@ -92,6 +96,42 @@ pub fn refresh_nodes(
             Some(node)
         })
         .collect()
+}
+
+/// Puts the fingerprints of the configs the nodes run into `nodes` (drift
+/// of configs changed outside hct). Nodes it cannot ask keep their recorded
+/// hash; a warning names them.
+pub async fn refresh_running_configs(
+    ctx: &Context,
+    nodes: &mut [NodeRecord],
+    settings: Result<ClusterSettings, String>,
+) -> Option<Diagnostic> {
+    let not_checked = |why: String| {
+        Diagnostic::warning(
+            "Node configs not checked",
+            format!(
+                "hct could not read back the machine config of {why}. The config hashes \
+                 recorded in state are kept, so a config changed outside hct on these nodes \
+                 does not show in this plan. hct reaches nodes at their private IPs: when \
+                 Terraform runs outside the private network, set talos_proxy (or \
+                 HCT_TALOS_PROXY)."
+            ),
+        )
+    };
+    let trust = match settings.and_then(|s| s.api_trust().map_err(|e| e.to_string())) {
+        Ok(trust) => trust,
+        Err(e) => return Some(not_checked(format!("any node ({e})"))),
+    };
+    let proxy = match talos_proxy(ctx).await {
+        Ok(proxy) => proxy,
+        Err(d) => return Some(not_checked(format!("any node ({})", d.summary))),
+    };
+    let unchecked = running_config::refresh(nodes, proxy, &trust, &ctx.cancel).await;
+    if unchecked.is_empty() {
+        None
+    } else {
+        Some(not_checked(unchecked.join("; ")))
+    }
 }
 
 /// The user labels of the first server whose labels differ from `wanted`

@@ -20,8 +20,8 @@ use crate::cluster::wait::Deadline;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::common::{
     self, NODE_LIST_DESCRIPTION, drifted_labels, failed, imported_nodes, map_value, node_list_type,
-    nodes_from, nodes_value, refresh_nodes, set, string_list, string_map, timeouts_block,
-    validate_server_labels,
+    nodes_from, nodes_value, refresh_nodes, refresh_running_configs, set, string_list, string_map,
+    timeouts_block, validate_server_labels,
 };
 use crate::talos::Role;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Schema, Type, Value};
@@ -449,18 +449,24 @@ impl Resource for WorkerPoolResource {
                 );
             }
         };
-        let network = state
+        let join = state
             .get("worker_join")
             .as_str()
-            .and_then(|t| WorkerJoin::decode(t).ok())
-            .map(|j| j.network_id);
+            .ok_or_else(|| "no worker_join in state".to_string())
+            .and_then(WorkerJoin::decode);
+        let network = join.as_ref().ok().map(|j| j.network_id);
         let mut state = state;
-        let nodes = refresh_nodes(nodes_from(state.get("nodes")), &servers, network);
+        let mut diagnostics = Diagnostics::new();
+        let mut nodes = refresh_nodes(nodes_from(state.get("nodes")), &servers, network);
+        let settings = join.and_then(|j| j.settings());
+        if let Some(warning) = refresh_running_configs(ctx, &mut nodes, settings).await {
+            diagnostics.push(warning);
+        }
         set(&mut state, "nodes", nodes_value(&nodes));
         if let Some(drifted) = drifted_labels(&servers, &string_map(state.get("server_labels"))) {
             set(&mut state, "server_labels", map_value(&drifted));
         }
-        (Some(state), Diagnostics::new())
+        (Some(state), diagnostics)
     }
 
     async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {

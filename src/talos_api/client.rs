@@ -19,6 +19,8 @@ use crate::talos_api::pb::{self, machine_service_client::MachineServiceClient};
 
 /// The port apid listens on.
 pub const APID_PORT: u16 = 50000;
+/// Where Talos keeps the machine config it runs.
+pub const MACHINE_CONFIG_PATH: &str = "/system/state/config.yaml";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -302,6 +304,35 @@ impl TalosClient {
         file.read_to_end(&mut kubeconfig)
             .map_err(|e| self.protocol("Kubeconfig", &e.to_string()))?;
         Ok(kubeconfig)
+    }
+
+    /// The machine config the node runs, as Talos keeps it on its STATE
+    /// partition.
+    pub async fn machine_config(&mut self) -> Result<String, TalosError> {
+        let bytes = self.read_file(MACHINE_CONFIG_PATH).await?;
+        String::from_utf8(bytes).map_err(|_| self.protocol("Read", "the config is not UTF-8"))
+    }
+
+    pub async fn read_file(&mut self, path: &str) -> Result<Vec<u8>, TalosError> {
+        let request = pb::ReadRequest {
+            path: path.to_string(),
+        };
+        let mut stream = self
+            .inner
+            .read(self.request(request))
+            .await
+            .map_err(|s| self.rejected("Read", s))?
+            .into_inner();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = stream
+            .message()
+            .await
+            .map_err(|s| self.rejected("Read", s))?
+        {
+            self.check_metadata("Read", chunk.metadata.as_ref())?;
+            bytes.extend_from_slice(&chunk.bytes);
+        }
+        Ok(bytes)
     }
 
     pub async fn etcd_members(&mut self) -> Result<Vec<EtcdMember>, TalosError> {

@@ -8,7 +8,8 @@ pub mod socks5;
 pub mod tls;
 
 pub use client::{
-    APID_PORT, Applied, ApplyMode, Bootstrapped, EtcdMember, NodeAddress, Service, TalosClient,
+    APID_PORT, Applied, ApplyMode, Bootstrapped, EtcdMember, MACHINE_CONFIG_PATH, NodeAddress,
+    Service, TalosClient,
 };
 pub use error::TalosError;
 pub use tls::{AdminCredentials, Trust};

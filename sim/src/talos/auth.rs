@@ -23,6 +23,7 @@ pub enum Call {
     Bootstrap,
     EtcdMemberList,
     Kubeconfig,
+    Read,
     Reboot,
     Reset,
     ServiceList,
@@ -41,6 +42,7 @@ impl Call {
             Self::ApplyConfiguration
             | Self::Bootstrap
             | Self::Kubeconfig
+            | Self::Read
             | Self::Reset
             | Self::Upgrade => ADMIN,
         }

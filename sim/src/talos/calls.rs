@@ -107,6 +107,8 @@ pub enum CallError {
     InvalidImage(String),
     #[error("cannot proxy to {0}: no node of this cluster answers there")]
     NoSuchPeer(IpAddr),
+    #[error("open {0}: no such file or directory")]
+    NoSuchFile(String),
 }
 
 impl CallError {
@@ -123,6 +125,7 @@ impl CallError {
             | Self::EtcdOnWorker
             | Self::KubeconfigOnWorker => Code::FailedPrecondition,
             Self::AlreadyBootstrapped => Code::AlreadyExists,
+            Self::NoSuchFile(_) => Code::NotFound,
             Self::Injected { code, .. } => *code,
         }
     }
@@ -359,6 +362,17 @@ pub fn kubeconfig_source(world: &World, at: NodeRef) -> Result<KubeconfigSource,
         endpoint: config.endpoint,
         ca: config.kubernetes_ca,
     })
+}
+
+/// A file of the node. The emulation has one: the machine config the node
+/// runs, as it was applied.
+pub fn read_file(world: &World, at: NodeRef, path: &str) -> Result<Vec<u8>, CallError> {
+    let (_, talos) = node(world, at)?;
+    let config = configured(talos, "Read")?;
+    if path != config::CONFIG_PATH {
+        return Err(CallError::NoSuchFile(path.to_string()));
+    }
+    Ok(config.text.expose().as_bytes().to_vec())
 }
 
 pub fn reboot(world: &mut World, at: NodeRef, now: Timestamp) -> Result<(), CallError> {

@@ -15,7 +15,9 @@ use super::lifecycle;
 use super::pb::{self, machine_service_server::MachineService};
 use crate::app::{AppState, WorldGuard};
 
-/// Bytes per chunk of the streamed kubeconfig archive.
+type DataStream = tokio_stream::Iter<std::vec::IntoIter<Result<pb::Data, Status>>>;
+
+/// Bytes per chunk of a streamed answer (kubeconfig archive, file).
 const CHUNK: usize = 512;
 
 pub struct MachineApi {
@@ -139,7 +141,7 @@ fn duration(wire: Option<&prost_types::Duration>) -> Option<Duration> {
 
 #[tonic::async_trait]
 impl MachineService for MachineApi {
-    type KubeconfigStream = tokio_stream::Iter<std::vec::IntoIter<Result<pb::Data, Status>>>;
+    type KubeconfigStream = DataStream;
 
     async fn apply_configuration(
         &self,
@@ -220,16 +222,20 @@ impl MachineService for MachineApi {
         let archive = kubeconfig::render(&source)
             .and_then(|text| kubeconfig::archive(&text))
             .map_err(|e| Status::internal(e.to_string()))?;
-        let chunks: Vec<Result<pb::Data, Status>> = archive
-            .chunks(CHUNK)
-            .map(|bytes| {
-                Ok(pb::Data {
-                    metadata: metadata.clone(),
-                    bytes: bytes.to_vec(),
-                })
-            })
-            .collect();
-        Ok(Response::new(tokio_stream::iter(chunks)))
+        Ok(Response::new(in_chunks(&archive, metadata)))
+    }
+
+    type ReadStream = DataStream;
+
+    async fn read(
+        &self,
+        request: Request<pb::ReadRequest>,
+    ) -> Result<Response<Self::ReadStream>, Status> {
+        self.authorize(&request, Call::Read)?;
+        let world = self.world();
+        let (at, metadata) = self.target(&world, &request)?;
+        let bytes = calls::read_file(&world, at, &request.get_ref().path).map_err(status)?;
+        Ok(Response::new(in_chunks(&bytes, metadata)))
     }
 
     async fn reboot(
@@ -340,4 +346,18 @@ impl MachineService for MachineApi {
             }],
         }))
     }
+}
+
+/// A byte stream as Talos sends it: chunks, each with the answering node.
+fn in_chunks(bytes: &[u8], metadata: Option<pb::Metadata>) -> DataStream {
+    let chunks: Vec<Result<pb::Data, Status>> = bytes
+        .chunks(CHUNK)
+        .map(|chunk| {
+            Ok(pb::Data {
+                metadata: metadata.clone(),
+                bytes: chunk.to_vec(),
+            })
+        })
+        .collect();
+    tokio_stream::iter(chunks)
 }

@@ -28,7 +28,7 @@ use crate::hcloud::{Client, LabelSelector};
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::common::{
     self, drifted_labels, failed, imported_nodes, map_value, nodes_from, nodes_value,
-    refresh_nodes, set, string_map,
+    refresh_nodes, refresh_running_configs, set, string_map,
 };
 use crate::talos::Secrets;
 use crate::talos::client_config;
@@ -318,11 +318,21 @@ impl Resource for ClusterResource {
             return (None, Diagnostics::new());
         }
         let mut state = state;
-        let nodes = refresh_nodes(
+        let mut diagnostics = Diagnostics::new();
+        let mut nodes = refresh_nodes(
             nodes_from(state.get("control_plane_nodes")),
             &servers,
             Some(network),
         );
+        let settings = state
+            .get("machine_secrets")
+            .as_str()
+            .ok_or_else(|| "no machine_secrets in state".to_string())
+            .and_then(|text| Secrets::from_yaml(text).map_err(|e| e.to_string()))
+            .and_then(|secrets| inputs::settings(&state, secrets).map_err(|d| d.summary));
+        if let Some(warning) = refresh_running_configs(ctx, &mut nodes, settings).await {
+            diagnostics.push(warning);
+        }
         set(&mut state, "control_plane_nodes", nodes_value(&nodes));
         // Labels changed on Hetzner show as a diff on server_labels.
         let wanted = string_map(state.get("control_plane").get("server_labels"));
@@ -331,7 +341,7 @@ impl Resource for ClusterResource {
         {
             cp.insert("server_labels".into(), map_value(&drifted));
         }
-        (Some(state), Diagnostics::new())
+        (Some(state), diagnostics)
     }
 
     async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {

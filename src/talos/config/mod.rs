@@ -12,9 +12,11 @@
 //! - `labels`: Kubernetes rules for node labels and taints.
 //! - `patch`: user `config_patches` (strategic merge, JSON6902, `$patch: delete`).
 //! - `user_data`: fitting a config into Hetzner's 32 KiB user data.
+//! - `fingerprint`: a config's meaning as a SHA-256 (applied vs running).
 
 mod cluster;
 mod contract;
+mod fingerprint;
 mod input;
 mod install;
 mod labels;
@@ -28,6 +30,7 @@ use std::fmt;
 use serde_json::json;
 
 pub use contract::{Contract, KubernetesVersion, TalosVersion};
+pub use fingerprint::config_sha256;
 pub(crate) use input::is_cluster_name;
 pub use input::{
     DEFAULT_INSTALL_DISK, DEFAULT_PRIVATE_INTERFACE, DEFAULT_TALOS_VERSION, NodeConfigInput, Role,

@@ -53,7 +53,12 @@ pub struct MachineConfig {
     pub kubernetes_ca: CertificateAuthority,
     pub routes: Vec<Route>,
     pub warnings: Vec<String>,
+    /// The documents as applied: what Talos keeps at [`CONFIG_PATH`].
+    pub text: Secret,
 }
+
+/// Where Talos keeps the machine config it runs (on the STATE partition).
+pub const CONFIG_PATH: &str = "/system/state/config.yaml";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -491,6 +496,7 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         kubernetes_ca,
         routes,
         warnings,
+        text: Secret::new(text),
     })
 }
 

@@ -1,0 +1,92 @@
+//! Which config each node runs, read back over the Talos API when Terraform
+//! refreshes, so a config changed outside hct (`talosctl apply-config`,
+//! `talosctl edit mc`) shows up in the plan as a re-apply.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use super::provision::NodeRecord;
+use crate::talos::config::config_sha256;
+use crate::talos_api::{NodeAddress, TalosClient, TalosError, Trust};
+
+/// How long a refresh waits for one node before it keeps the recorded hash.
+const READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What a node said about its config.
+enum Running {
+    /// The fingerprint of the config it runs.
+    Config(String),
+    /// No config at all: wiped back to maintenance mode.
+    Nothing,
+    /// It could not be asked; the reason.
+    Unknown(String),
+}
+
+/// Replaces the recorded `config_sha256` of every configured node by the
+/// fingerprint of the config the node runs (none for a node in maintenance
+/// mode). Nodes that cannot be asked keep theirs; they are returned as
+/// "name (reason)" so the caller can say that they were not checked.
+pub async fn refresh(
+    nodes: &mut [NodeRecord],
+    proxy: Option<SocketAddr>,
+    trust: &Trust,
+    cancel: &CancellationToken,
+) -> Vec<String> {
+    let asks = nodes.iter().map(|node| async move {
+        if node.config_sha256.is_none() {
+            // Not configured by hct yet: the next apply gives it its config.
+            return None;
+        }
+        let ip: IpAddr = node.ip.parse().ok()?;
+        let address = NodeAddress::new(ip, proxy);
+        let running = tokio::select! {
+            asked = tokio::time::timeout(READ_TIMEOUT, running_config(&address, trust)) => {
+                asked.unwrap_or_else(|_| Running::Unknown(format!(
+                    "no answer within {}s", READ_TIMEOUT.as_secs()
+                )))
+            }
+            () = cancel.cancelled() => Running::Unknown("stopped".into()),
+        };
+        Some(running)
+    });
+    let answers = join_all(asks).await;
+    let mut unchecked = Vec::new();
+    for (node, answer) in nodes.iter_mut().zip(answers) {
+        match answer {
+            None => {}
+            Some(Running::Config(sha256)) => {
+                if node.config_sha256.as_deref() != Some(sha256.as_str()) {
+                    info!(node = %node.name, "the node runs a config hct did not give it");
+                }
+                node.config_sha256 = Some(sha256);
+            }
+            Some(Running::Nothing) => {
+                info!(node = %node.name, "the node runs no config (maintenance mode)");
+                node.config_sha256 = None;
+            }
+            Some(Running::Unknown(reason)) => {
+                debug!(node = %node.name, reason, "could not read the node's config");
+                unchecked.push(format!("{} ({reason})", node.name));
+            }
+        }
+    }
+    unchecked
+}
+
+async fn running_config(address: &NodeAddress, trust: &Trust) -> Running {
+    let read = async {
+        TalosClient::connect(address, trust)
+            .await?
+            .machine_config()
+            .await
+    };
+    match read.await {
+        Ok(text) => Running::Config(config_sha256(&text)),
+        Err(TalosError::Maintenance { .. }) => Running::Nothing,
+        Err(error) => Running::Unknown(error.to_string()),
+    }
+}
