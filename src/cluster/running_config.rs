@@ -37,10 +37,8 @@ pub async fn refresh(
     cancel: &CancellationToken,
 ) -> Vec<String> {
     let asks = nodes.iter().map(|node| async move {
-        if node.config_sha256.is_none() {
-            // Not configured by hct yet: the next apply gives it its config.
-            return None;
-        }
+        // A node hct has not configured yet gets its config at the next apply.
+        node.config_sha256.as_ref()?;
         let ip: IpAddr = node.ip.parse().ok()?;
         let address = NodeAddress::new(ip, proxy);
         let running = tokio::select! {
