@@ -9,11 +9,13 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hct::provider::config::Secret;
 use hct::talos::Secrets;
-use hct::talos::client_config::talos_api_credentials;
+use hct::talos::client_config::{
+    admin_kubeconfig_at, client_certificate_expiry, talos_api_credentials, talosconfig_at,
+};
 use hct::talos_api::{AdminCredentials, ApplyMode, NodeAddress, TalosClient, Trust};
 use hct_sim::{FaultSpec, SimHandle};
 use serde_json::json;
@@ -491,6 +493,59 @@ async fn a_config_changed_outside_hct_shows_in_the_plan_and_is_put_back() {
     assert_eq!(ids_before, ids_after, "same servers, same config hashes");
     let mut node = TalosClient::connect(&general_1, &admin).await.unwrap();
     assert_eq!(node.machine_config().await.unwrap(), applied);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_configs_in_their_last_month_are_issued_again() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        // Eleven and a half months later: state holds configs issued then.
+        let yaml = state_attribute(&ws, "hct_cluster.this", "machine_secrets");
+        let secrets = Secrets::from_yaml(&yaml).unwrap();
+        let plan_json = state_attribute(&ws, "hct_cluster.this", "network_plan");
+        let plan_json: serde_json::Value = serde_json::from_str(&plan_json).unwrap();
+        let plan = hct::network_plan::NetworkPlan::from_json(&plan_json).unwrap();
+        let issued = SystemTime::now() - Duration::from_secs(345 * 24 * 3600);
+        let old_talosconfig = talosconfig_at("noreturn", &plan, &secrets, issued).unwrap();
+        let old_kubeconfig = admin_kubeconfig_at("noreturn", &plan, &secrets, issued).unwrap();
+        let state_path = ws.path().join("terraform.tfstate");
+        let mut state: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+        let cluster = state["resources"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|r| r["type"] == "hct_cluster")
+            .unwrap();
+        let attributes = &mut cluster["instances"][0]["attributes"];
+        attributes["talosconfig"] = json!(old_talosconfig.as_str());
+        attributes["kubeconfig"] = json!(old_kubeconfig.as_str());
+        state["serial"] = json!(state["serial"].as_i64().unwrap() + 1);
+        std::fs::write(&state_path, state.to_string()).unwrap();
+
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 2, "the expiring configs must be renewed\n{out}");
+        assert!(
+            out.stdout
+                .contains("hct_cluster.this will be updated in-place"),
+            "{out}"
+        );
+        assert!(out.stdout.contains("~ talosconfig"), "{out}");
+        assert!(out.stdout.contains("~ kubeconfig"), "{out}");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("renew");
+        let year = Duration::from_secs(360 * 24 * 3600);
+        for name in ["talosconfig", "kubeconfig"] {
+            let renewed = state_attribute(&ws, "hct_cluster.this", name);
+            let expires = client_certificate_expiry(&renewed).unwrap();
+            assert!(expires > SystemTime::now() + year, "{name} was not renewed");
+        }
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after renewing\n{out}");
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,6 +27,10 @@ use crate::network_plan::NetworkPlan;
 /// How long admin client certificates last (Talos: one year).
 pub const ADMIN_CERTIFICATE_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// A talosconfig or kubeconfig is issued again once its certificate has
+/// less than this left, so it never lapses between two applies a month apart.
+pub const RENEWAL_WINDOW: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Talos API role of the talosconfig certificate.
 const TALOS_ADMIN_ROLE: &str = "os:admin";
 /// Kubernetes user and group of the kubeconfig certificate.
@@ -78,6 +82,33 @@ impl fmt::Debug for ClientConfig {
     }
 }
 
+/// When the client certificate of a talosconfig or kubeconfig (as hct
+/// writes them) expires; None if the text holds none.
+pub fn client_certificate_expiry(config: &str) -> Option<SystemTime> {
+    let document = yaml::parse_documents(config).ok()?.into_iter().next()?;
+    let encoded = match document.get("contexts") {
+        // talosconfig: contexts is a map, the current one named by `context`.
+        Some(serde_json::Value::Object(contexts)) => {
+            let current = document.get("context")?.as_str()?;
+            contexts.get(current)?.get("crt")?
+        }
+        // kubeconfig: the first user's certificate.
+        _ => document
+            .get("users")?
+            .get(0)?
+            .get("user")?
+            .get("client-certificate-data")?,
+    };
+    let pem = STANDARD.decode(encoded.as_str()?).ok()?;
+    super::pki::certificate_not_after(std::str::from_utf8(&pem).ok()?).ok()
+}
+
+/// Whether a client config should be issued again: its certificate expires
+/// within [`RENEWAL_WINDOW`] of `now`, or has expired.
+pub fn due_for_renewal(config: &str, now: SystemTime) -> bool {
+    client_certificate_expiry(config).is_some_and(|expires| expires < now + RENEWAL_WINDOW)
+}
+
 /// talosconfig for `talosctl`.
 pub fn talosconfig(
     cluster_name: &str,
@@ -87,7 +118,8 @@ pub fn talosconfig(
     talosconfig_at(cluster_name, plan, secrets, SystemTime::now())
 }
 
-pub(crate) fn talosconfig_at(
+/// A talosconfig as issued at `now`.
+pub fn talosconfig_at(
     cluster_name: &str,
     plan: &NetworkPlan,
     secrets: &Secrets,
@@ -133,7 +165,8 @@ pub fn admin_kubeconfig(
     admin_kubeconfig_at(cluster_name, plan, secrets, SystemTime::now())
 }
 
-pub(crate) fn admin_kubeconfig_at(
+/// An admin kubeconfig as issued at `now`.
+pub fn admin_kubeconfig_at(
     cluster_name: &str,
     plan: &NetworkPlan,
     secrets: &Secrets,

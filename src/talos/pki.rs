@@ -267,7 +267,6 @@ fn ensure_single_valued_subject(cert: &X509Certificate<'_>) -> Result<(), PkiErr
 }
 
 /// When a PEM certificate expires.
-#[cfg(test)]
 pub(crate) fn certificate_not_after(cert_pem: &str) -> Result<SystemTime, PkiError> {
     let der = certificate_der(cert_pem)?;
     Ok(not_after(&parse_certificate(&der)?))

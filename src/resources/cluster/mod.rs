@@ -10,7 +10,7 @@
 mod inputs;
 mod schema;
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
@@ -147,12 +147,20 @@ impl Resource for ClusterResource {
             .collect();
         set(planned, "control_plane_nodes", Value::List(nodes));
 
-        // Client configs are issued once; again only when what they name changes.
+        // Client configs are issued once; again when what they name changes
+        // or their certificate nears its expiry.
         let endpoints_changed = prior.get("endpoint") != planned.get("endpoint")
             || prior.get("name") != planned.get("name")
             || prior.get("machine_secrets") != planned.get("machine_secrets");
         for name in ["talosconfig", "kubeconfig"] {
-            let value = if endpoints_changed || prior.get(name).is_null() {
+            let expiring = prior
+                .get(name)
+                .as_str()
+                .is_some_and(|text| client_config::due_for_renewal(text, SystemTime::now()));
+            if expiring {
+                info!("the {name}'s client certificate expires within 30 days; it is issued again");
+            }
+            let value = if endpoints_changed || expiring || prior.get(name).is_null() {
                 Value::Unknown
             } else {
                 prior.get(name).clone()

@@ -95,11 +95,13 @@ pub fn schema() -> Schema {
     ))
     .attribute(Attribute::computed("control_plane_nodes", node_list_type()).description(NODE_LIST_DESCRIPTION))
     .attribute(Attribute::computed("talosconfig", Type::String).sensitive().description(
-        "talosctl config for the cluster (`os:admin`, valid a year), endpoints and nodes the \
-         control-plane IPs. Write it with `local_sensitive_file`.",
+        "talosctl config for the cluster (`os:admin`, valid a year; a plan in its last 30 days \
+         issues it again), endpoints and nodes the control-plane IPs. Write it with \
+         `local_sensitive_file`.",
     ))
     .attribute(Attribute::computed("kubeconfig", Type::String).sensitive().description(
-        "Admin kubeconfig (`system:masters`, valid a year) for the private endpoint.",
+        "Admin kubeconfig (`system:masters`, valid a year; a plan in its last 30 days issues it \
+         again) for the private endpoint.",
     ))
     .attribute(Attribute::computed("worker_join", Type::String).sensitive().description(
         "Everything `hct_worker_pool` needs to join the cluster (holds the machine secrets).",

@@ -144,3 +144,24 @@ fn bad_cluster_names_are_refused_and_debug_hides_keys() {
         "{debug}"
     );
 }
+
+#[test]
+fn configs_are_due_for_renewal_in_their_last_thirty_days() {
+    let plan = reference_plan();
+    let secrets = testing::fixture_secrets();
+    let issued = now();
+    let talosconfig = talosconfig_at("noreturn", &plan, secrets, issued).unwrap();
+    let kubeconfig = admin_kubeconfig_at("noreturn", &plan, secrets, issued).unwrap();
+    for config in [&talosconfig, &kubeconfig] {
+        assert_eq!(
+            client_certificate_expiry(config.as_str()),
+            Some(config.expires())
+        );
+        let day = Duration::from_secs(24 * 3600);
+        assert!(!due_for_renewal(config.as_str(), issued));
+        assert!(!due_for_renewal(config.as_str(), issued + 334 * day));
+        assert!(due_for_renewal(config.as_str(), issued + 336 * day));
+        assert!(due_for_renewal(config.as_str(), issued + 400 * day));
+    }
+    assert!(!due_for_renewal("not: a config", issued));
+}
