@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
 use hct::provider::config::Secret;
@@ -571,6 +571,104 @@ async fn configs_applied_in_maintenance_mode_keep_user_data_empty() {
     });
 }
 
+/// The Talos release each server runs, by name.
+fn releases(sim: &SimHandle) -> BTreeMap<String, String> {
+    sim.inspect(|w| {
+        w.servers
+            .values()
+            .map(|s| {
+                let release = s.talos.as_ref().map(|t| t.version.clone());
+                (s.name.clone(), release.unwrap_or_default())
+            })
+            .collect()
+    })
+}
+
+fn server_ids(sim: &SimHandle) -> BTreeMap<String, i64> {
+    sim.inspect(|w| w.servers.values().map(|s| (s.name.clone(), s.id)).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve", "-var", "talos_version=v1.11.3"])
+            .expect_success("apply v1.11.3");
+        assert!(
+            releases(&sim).values().all(|r| r == "v1.11.3"),
+            "{:?}",
+            releases(&sim)
+        );
+        let kubernetes = state_attribute(&ws, "hct_cluster.this", "kubernetes_version");
+        let ids = server_ids(&sim);
+
+        let upgrade = ["-var", "talos_version=v1.12.6"];
+        let (code, out) = {
+            let out = ws.terraform(&["plan", "-detailed-exitcode", upgrade[0], upgrade[1]]);
+            (out.status.code().unwrap_or(-1), out)
+        };
+        assert_eq!(code, 2, "{out}");
+        assert!(
+            out.stdout
+                .contains("hct_cluster.this will be updated in-place"),
+            "{out}"
+        );
+        let out = ws
+            .command(&["apply", "-auto-approve", upgrade[0], upgrade[1]])
+            .env("TF_LOG_PROVIDER", "INFO")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "upgrade failed:\n{log}");
+
+        assert!(
+            releases(&sim).values().all(|r| r == "v1.12.6"),
+            "{:?}",
+            releases(&sim)
+        );
+        assert_eq!(server_ids(&sim), ids, "upgraded in place, same servers");
+        // Kubernetes stays where it was: an upgrade of Talos is not one of Kubernetes.
+        assert_eq!(
+            state_attribute(&ws, "hct_cluster.this", "kubernetes_version"),
+            kubernetes
+        );
+        // One node at a time in each group (Terraform applies the two pools
+        // side by side): each is back before the next of its group goes
+        // down, and the control plane is done before any worker goes.
+        let steps: Vec<String> = log
+            .lines()
+            .filter_map(|line| {
+                let node = line.split("node=").nth(1)?.split_whitespace().next()?;
+                let step = if line.contains("upgrading Talos") {
+                    "down"
+                } else if line.contains(": upgraded") {
+                    "up"
+                } else {
+                    return None;
+                };
+                Some(format!("{step} {}", node.trim_matches('"')))
+            })
+            .collect();
+        assert_eq!(steps.len(), 18, "{steps:#?}\n{log}");
+        for group in ["-cp-", "-platform-", "-general-"] {
+            let of_group: Vec<&String> = steps.iter().filter(|s| s.contains(group)).collect();
+            assert_eq!(of_group.len(), 6, "{steps:#?}");
+            for pair in of_group.chunks(2) {
+                let node = pair[0].strip_prefix("down ").expect("goes down first");
+                assert_eq!(*pair[1], format!("up {node}"), "{steps:#?}");
+            }
+        }
+        assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
+
+        let (code, out) = {
+            let out = ws.terraform(&["plan", "-detailed-exitcode", upgrade[0], upgrade[1]]);
+            (out.status.code().unwrap_or(-1), out)
+        };
+        assert_eq!(code, 0, "plan after the upgrade\n{out}");
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_hct_cannot_make_in_place_fail_the_plan() {
     let sim = sim().await;
@@ -579,13 +677,9 @@ async fn changes_hct_cannot_make_in_place_fail_the_plan() {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
         let out = ws
-            .terraform(&["plan", "-var", "talos_version=v1.12.7"])
-            .expect_failure("talos_version change");
-        assert!(
-            out.stderr
-                .contains("talos_version cannot change in place yet"),
-            "{out}"
-        );
+            .terraform(&["plan", "-var", "talos_version=v1.12.5"])
+            .expect_failure("talos_version downgrade");
+        assert!(out.stderr.contains("talos_version cannot go back"), "{out}");
         ws.write(
             "pools.auto.tfvars",
             &pools(3).replace(r#"sku = "cx33""#, r#"sku = "cx43""#),

@@ -136,7 +136,7 @@ async fn etcd_members(
 }
 
 /// Until the node's Kubernetes API server says it is ready.
-async fn api_server(
+pub(super) async fn api_server(
     group: &Group<'_>,
     node: &NodeRecord,
     credentials: &ApiCredentials,
@@ -156,7 +156,7 @@ async fn api_server(
 }
 
 /// Until each of `wanted` runs healthy on the node.
-async fn services(
+pub(super) async fn services(
     group: &Group<'_>,
     node: &NodeRecord,
     wanted: &[&str],

@@ -14,6 +14,7 @@
 //! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet,
 //!   and the Kubernetes API's `/readyz` (`kube_api`).
 //! - `running_config`: the configs nodes run, read back at refresh (drift).
+//! - `upgrade`: Talos upgrades in place, one node at a time.
 //! - `wait`: retrying with progress logs, timeouts and Ctrl-C.
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
@@ -26,6 +27,7 @@ pub mod preflight;
 pub mod provision;
 pub mod running_config;
 pub mod settings;
+pub mod upgrade;
 pub mod wait;
 
 pub use error::ClusterError;

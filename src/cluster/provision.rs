@@ -16,6 +16,7 @@ use super::ClusterError;
 use super::layout::{self, NodeSlot};
 use super::naming;
 use super::settings::{ClusterSettings, ConfigDelivery, NodeTraits, config_sha256};
+use super::upgrade;
 use super::wait::{self, Deadline, Retry};
 use crate::hcloud::models::{Labels, Server};
 use crate::hcloud::{Client, PrivateServer};
@@ -252,6 +253,10 @@ impl Group<'_> {
             if let Some(node) = recorded
                 && node.config_sha256.as_deref() != Some(d.sha256.as_str())
             {
+                // A new talos_version changes every config (its installer
+                // image): the node moves to that release before it gets the
+                // config made for it.
+                upgrade::to_release(self, &node).await?;
                 info!(node = %node.name, "machine config changed; applying it");
                 self.apply_config(d, &node.ip).await?;
             }

@@ -32,6 +32,7 @@ use crate::resources::common::{
 };
 use crate::talos::Secrets;
 use crate::talos::client_config;
+use crate::talos::config::TalosVersion;
 use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
 use inputs::{attr, control_plane_attr};
 
@@ -435,17 +436,27 @@ fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
             plan.requires_replace.push(attr(name));
         }
     }
-    if !prior.get("talos_version").is_null()
-        && changed(prior.get("talos_version"), proposed.get("talos_version"))
+    // A newer talos_version is an upgrade, node by node; an older one is not.
+    let releases = (
+        prior
+            .get("talos_version")
+            .as_str()
+            .map(str::parse::<TalosVersion>),
+        proposed
+            .get("talos_version")
+            .as_str()
+            .map(str::parse::<TalosVersion>),
+    );
+    if let (Some(Ok(running)), Some(Ok(wanted))) = releases
+        && running.is_newer_than(&wanted)
     {
         plan.diagnostics.push(
             Diagnostic::error(
-                "talos_version cannot change in place yet",
+                "talos_version cannot go back",
                 format!(
-                    "The nodes run Talos {}. Upgrade them with `talosctl upgrade --image <installer>` \
-                     one node at a time, then set talos_version and image_id to match; or replace \
-                     the cluster with `terraform apply -replace`.",
-                    prior.get("talos_version").as_str().unwrap_or("?")
+                    "The nodes run Talos {running}. hct upgrades nodes in place but does not \
+                     downgrade them (Talos does not support it for etcd's data). Set talos_version \
+                     to {running} or newer, or replace the cluster with `terraform apply -replace`."
                 ),
             )
             .at(attr("talos_version")),

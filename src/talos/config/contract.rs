@@ -175,6 +175,23 @@ impl Semver {
     }
 }
 
+impl Semver {
+    /// Release order; a pre-release comes before its release (pre-releases
+    /// of one version compare by their text, enough for `-alpha` < `-beta`).
+    fn precedes(&self, other: &Semver) -> bool {
+        let core = |v: &Semver| (v.major, v.minor, v.patch);
+        match core(self).cmp(&core(other)) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => match (&self.pre_release, &other.pre_release) {
+                (Some(a), Some(b)) => a < b,
+                (Some(_), None) => true,
+                _ => false,
+            },
+        }
+    }
+}
+
 impl fmt::Display for Semver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)?;
@@ -195,6 +212,11 @@ pub struct TalosVersion {
 impl TalosVersion {
     pub fn contract(&self) -> Contract {
         self.contract
+    }
+
+    /// Whether going from `self` to `next` would be a downgrade.
+    pub fn is_newer_than(&self, next: &TalosVersion) -> bool {
+        next.version.precedes(&self.version)
     }
 }
 

@@ -15,10 +15,13 @@ const PLATFORM: &str = "hcloud";
 
 /// The installer for the node's schematic and Talos version.
 pub(crate) fn installer_image(node: &Node) -> String {
-    format!(
-        "{IMAGE_FACTORY}/{PLATFORM}-installer/{}:{}",
-        node.schematic_id, node.talos
-    )
+    installer_image_for(&node.schematic_id, &node.talos.to_string())
+}
+
+/// The Image Factory's Hetzner installer of `schematic_id` at `talos_version`
+/// (what `talosctl upgrade --image` takes).
+pub fn installer_image_for(schematic_id: &str, talos_version: &str) -> String {
+    format!("{IMAGE_FACTORY}/{PLATFORM}-installer/{schematic_id}:{talos_version}")
 }
 
 /// `machine.install`, in schema order.

@@ -35,6 +35,7 @@ pub(crate) use input::is_cluster_name;
 pub use input::{
     DEFAULT_INSTALL_DISK, DEFAULT_PRIVATE_INTERFACE, DEFAULT_TALOS_VERSION, NodeConfigInput, Role,
 };
+pub use install::installer_image_for;
 pub use patch::PatchError;
 pub use user_data::{USER_DATA_LIMIT, user_data};
 
