@@ -680,16 +680,110 @@ async fn changes_hct_cannot_make_in_place_fail_the_plan() {
             .terraform(&["plan", "-var", "talos_version=v1.12.5"])
             .expect_failure("talos_version downgrade");
         assert!(out.stderr.contains("talos_version cannot go back"), "{out}");
+        let out = ws
+            .terraform(&["plan", "-var", "location=fsn1"])
+            .expect_failure("location change");
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("control_plane.location cannot change in place"),
+            "{out}"
+        );
+        assert!(words.contains("location cannot change in place"), "{out}");
+    });
+}
+
+/// The server type of each server, by name.
+fn server_types(sim: &SimHandle) -> BTreeMap<String, String> {
+    sim.inspect(|w| {
+        w.servers
+            .values()
+            .map(|s| (s.name.clone(), s.server_type.clone()))
+            .collect()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let ids = server_ids(&sim);
+        let disks_before = sim.inspect(|w| {
+            w.servers
+                .values()
+                .map(|s| (s.name.clone(), s.primary_disk_size))
+                .collect::<BTreeMap<_, _>>()
+        });
+
         ws.write(
             "pools.auto.tfvars",
             &pools(3).replace(r#"sku = "cx33""#, r#"sku = "cx43""#),
         );
-        let out = ws.terraform(&["plan"]).expect_failure("server type change");
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 2, "{out}");
         assert!(
-            out.stderr
-                .contains("server_type cannot change in place yet"),
+            out.stdout
+                .contains(r#"hct_worker_pool.this["platform"] will be updated in-place"#),
             "{out}"
         );
+        let out = ws
+            .command(&["apply", "-auto-approve"])
+            .env("TF_LOG_PROVIDER", "INFO")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "resize failed:\n{log}");
+
+        for (name, server_type) in server_types(&sim) {
+            let wanted = if name.contains("-platform-") {
+                "cx43"
+            } else {
+                "cx23"
+            };
+            assert_eq!(server_type, wanted, "{name}");
+        }
+        assert_eq!(server_ids(&sim), ids, "the same servers, resized");
+        let disks_after = sim.inspect(|w| {
+            w.servers
+                .values()
+                .map(|s| (s.name.clone(), s.primary_disk_size))
+                .collect::<BTreeMap<_, _>>()
+        });
+        assert_eq!(disks_after, disks_before, "disks keep their size");
+        // One at a time: each is back in service before the next goes down.
+        let steps: Vec<&str> = log
+            .lines()
+            .filter_map(|line| {
+                if line.contains("changing the server type") {
+                    Some("down")
+                } else if line.contains("back in service on the new server type") {
+                    Some("up")
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(steps, ["down", "up"].repeat(3), "{log}");
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after resizing\n{out}");
+
+        // Drift: a server resized in the Hetzner Console is resized back.
+        let general_1 = server_id(&sim, "noreturn-general-1");
+        sim.modify(|w| w.servers.get_mut(&general_1).unwrap().server_type = "cx33".into());
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 2, "{out}");
+        let words = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains(r#"~ server_type = "cx33" -> "cx23""#),
+            "{out}"
+        );
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("resize back");
+        assert_eq!(server_types(&sim)["noreturn-general-1"], "cx23");
+        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(code, 0, "plan after resizing back\n{out}");
     });
 }
 

@@ -11,6 +11,7 @@ use super::ClusterError;
 use super::kube_api;
 use super::provision::{Group, NodeRecord};
 use super::wait::{self, Retry};
+use crate::talos::Role;
 use crate::talos::client_config::ApiCredentials;
 use crate::talos_api::{Bootstrapped, TalosClient, TalosError};
 
@@ -51,6 +52,24 @@ pub async fn workers(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), Clus
         result?;
     }
     Ok(())
+}
+
+/// Until a node that went down (an upgrade, a new server type) is back in
+/// service: control planes with etcd and kubelet healthy and their API
+/// server ready, workers with kubelet running.
+pub(super) async fn back_in_service(
+    group: &Group<'_>,
+    node: &NodeRecord,
+) -> Result<(), ClusterError> {
+    talos_api(group, node).await?;
+    match group.spec.role {
+        Role::ControlPlane => {
+            services(group, node, &["etcd", "kubelet"]).await?;
+            let credentials = group.settings.kubernetes_trust()?;
+            api_server(group, node, &credentials).await
+        }
+        Role::Worker => services(group, node, &["kubelet"]).await,
+    }
 }
 
 /// Until the node answers with the cluster's certificate (it is configured).
@@ -136,7 +155,7 @@ async fn etcd_members(
 }
 
 /// Until the node's Kubernetes API server says it is ready.
-pub(super) async fn api_server(
+async fn api_server(
     group: &Group<'_>,
     node: &NodeRecord,
     credentials: &ApiCredentials,
@@ -156,7 +175,7 @@ pub(super) async fn api_server(
 }
 
 /// Until each of `wanted` runs healthy on the node.
-pub(super) async fn services(
+async fn services(
     group: &Group<'_>,
     node: &NodeRecord,
     wanted: &[&str],

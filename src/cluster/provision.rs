@@ -16,8 +16,8 @@ use super::ClusterError;
 use super::layout::{self, NodeSlot};
 use super::naming;
 use super::settings::{ClusterSettings, ConfigDelivery, NodeTraits, config_sha256};
-use super::upgrade;
 use super::wait::{self, Deadline, Retry};
+use super::{bring_up, upgrade};
 use crate::hcloud::models::{Labels, Server};
 use crate::hcloud::{Client, PrivateServer};
 use crate::talos::{MachineConfig, Role};
@@ -243,6 +243,21 @@ impl Group<'_> {
                 self.restore_labels(server).await?;
             }
         }
+        // A new server type: one node at a time, each back in service before
+        // the next goes down.
+        for d in &desired {
+            let node = self
+                .recorder
+                .nodes()
+                .into_iter()
+                .find(|n| n.name == d.slot.name);
+            if let Some(server) = existing.get(&d.slot.name)
+                && server.server_type.name != self.spec.server_type
+                && let Some(node) = node
+            {
+                self.change_server_type(server, &node).await?;
+            }
+        }
         // One node at a time, so a bad config never takes down more than one.
         for d in &desired {
             let recorded = self
@@ -372,6 +387,51 @@ impl Group<'_> {
             &self.settings.secrets_fingerprint(),
             &self.spec.server_labels,
         )
+    }
+
+    /// Moves a node to the group's server type and keeps its server (id, IP,
+    /// disk): ACPI shutdown, `change_type` with the disk left at its size (so
+    /// a smaller type stays possible), power on, then back in service.
+    async fn change_server_type(
+        &self,
+        server: &Server,
+        node: &NodeRecord,
+    ) -> Result<(), ClusterError> {
+        let (client, name) = (self.client, server.name.as_str());
+        let wanted = self.spec.server_type.as_str();
+        info!(node = name, from = %server.server_type.name, to = wanted, "changing the server type");
+        client
+            .shut_down(server.id, name, self.deadline.left())
+            .await
+            .map_err(ClusterError::hcloud(format!("shutting down {name}")))?;
+        let doing = format!("changing the server type of {name} to {wanted}");
+        let action = client
+            .change_type(server.id, wanted, false)
+            .await
+            .map_err(ClusterError::hcloud(&doing))?;
+        client
+            .wait_for_action(action, &doing, self.deadline.left())
+            .await
+            .map_err(ClusterError::hcloud(&doing))?;
+        let action = client
+            .power_on(server.id)
+            .await
+            .map_err(ClusterError::hcloud(format!("powering on {name}")))?;
+        client
+            .wait_for_action(
+                action,
+                &format!("{name}: powering on"),
+                self.deadline.left(),
+            )
+            .await
+            .map_err(ClusterError::hcloud(format!("powering on {name}")))?;
+        bring_up::back_in_service(self, node).await?;
+        info!(
+            node = name,
+            server_type = wanted,
+            "back in service on the new server type"
+        );
+        Ok(())
     }
 
     async fn restore_labels(&self, server: &Server) -> Result<(), ClusterError> {

@@ -9,7 +9,6 @@ use super::ClusterError;
 use super::bring_up;
 use super::provision::{Group, NodeRecord};
 use super::wait::{self, Retry};
-use crate::talos::Role;
 use crate::talos::config::installer_image_for;
 use crate::talos_api::{NodeAddress, TalosClient, TalosError};
 
@@ -64,14 +63,7 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
         },
     )
     .await?;
-    match group.spec.role {
-        Role::ControlPlane => {
-            bring_up::services(group, node, &["etcd", "kubelet"]).await?;
-            let credentials = group.settings.kubernetes_trust()?;
-            bring_up::api_server(group, node, &credentials).await?;
-        }
-        Role::Worker => bring_up::services(group, node, &["kubelet"]).await?,
-    }
+    bring_up::back_in_service(group, node).await?;
     info!(node = %node.name, release = target, "upgraded");
     Ok(true)
 }

@@ -7,7 +7,11 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::time::Instant;
-use tracing::info;
+use tracing::{info, warn};
+
+/// How long a server gets to stop after an ACPI shutdown before its power
+/// is cut.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(120);
 
 use super::client::{Client, Retry};
 use super::error::{HcloudError, Missing};
@@ -209,6 +213,54 @@ impl Client {
     /// ACPI shutdown; the server may take a while to reach `off`.
     pub async fn shutdown(&self, server: i64) -> Result<Action, HcloudError> {
         self.server_action(server, "shutdown", json!({}), Retry::AlsoLocked)
+            .await
+    }
+
+    /// Shuts the server down over ACPI and waits for `off`; cuts the power
+    /// if it has not stopped after [`SHUTDOWN_GRACE`] (or `timeout`, if
+    /// shorter). `what` names the server in logs and errors.
+    pub async fn shut_down(
+        &self,
+        server: i64,
+        what: &str,
+        timeout: Duration,
+    ) -> Result<(), HcloudError> {
+        let started = Instant::now();
+        let action = self.shutdown(server).await?;
+        self.wait_for_action(action, &format!("{what}: shutting down"), timeout)
+            .await?;
+        let grace = started + SHUTDOWN_GRACE.min(timeout);
+        let mut pause = self.poll_interval();
+        loop {
+            let status = self.server(server).await?.map(|s| s.status);
+            if status.as_deref().is_none_or(|s| s == "off") {
+                return Ok(());
+            }
+            if Instant::now() >= grace {
+                warn!(server, "{what}: ignored the ACPI shutdown; powering it off");
+                let action = self.power_off(server).await?;
+                let left = timeout.saturating_sub(started.elapsed());
+                self.wait_for_action(action, &format!("{what}: powering off"), left)
+                    .await?;
+                return Ok(());
+            }
+            self.sleep(pause, &format!("{what}: waiting for it to stop"))
+                .await?;
+            pause = (pause * 3 / 2).min(Duration::from_secs(3));
+        }
+    }
+
+    /// Moves a stopped server to another type of the same architecture. The
+    /// disk keeps its size unless `upgrade_disk` (a bigger disk cannot go
+    /// back to a smaller type).
+    pub async fn change_type(
+        &self,
+        server: i64,
+        server_type: &str,
+        upgrade_disk: bool,
+    ) -> Result<Action, HcloudError> {
+        let body = json!({"server_type": server_type, "upgrade_disk": upgrade_disk});
+        self.server_action(server, "change_type", body, Retry::AlsoLocked)
             .await
     }
 

@@ -134,6 +134,16 @@ pub async fn refresh_running_configs(
     }
 }
 
+/// The type of the first server that is not of type `wanted` (shown as a
+/// diff, so apply resizes it back).
+pub fn drifted_server_type(servers: &[Server], wanted: Option<&str>) -> Option<String> {
+    servers
+        .iter()
+        .map(|s| &s.server_type.name)
+        .find(|name| Some(name.as_str()) != wanted)
+        .cloned()
+}
+
 /// The user labels of the first server whose labels differ from `wanted`
 /// (shown as a diff, so apply restores them).
 pub fn drifted_labels(servers: &[Server], wanted: &Labels) -> Option<Labels> {

@@ -19,9 +19,9 @@ use crate::cluster::settings::{ClusterSettings, NodeTraits, WorkerJoin, config_s
 use crate::cluster::wait::Deadline;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::common::{
-    self, NODE_LIST_DESCRIPTION, drifted_labels, failed, imported_nodes, map_value, node_list_type,
-    nodes_from, nodes_value, refresh_nodes, refresh_running_configs, set, string_list, string_map,
-    timeouts_block, validate_server_labels,
+    self, NODE_LIST_DESCRIPTION, drifted_labels, drifted_server_type, failed, imported_nodes,
+    map_value, node_list_type, nodes_from, nodes_value, refresh_nodes, refresh_running_configs,
+    set, string_list, string_map, timeouts_block, validate_server_labels,
 };
 use crate::talos::Role;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Schema, Type, Value};
@@ -64,12 +64,16 @@ impl Resource for WorkerPoolResource {
             "The pool: a key of the plan's `worker_pools`. Changing it replaces the pool.",
         ))
         .attribute(
-            Attribute::required("server_type", Type::String)
-                .description("e.g. `cx33`. Cannot change in place yet."),
+            Attribute::required("server_type", Type::String).description(
+                "e.g. `cx33`. A change resizes each server in place, one at a time (ACPI \
+                     shutdown, Hetzner's `change_type` keeping the disk size, power on, back in \
+                     service); the new type must have the same architecture.",
+            ),
         )
         .attribute(Attribute::required("location", Type::String).description(
-            "e.g. `nbg1` (a datacenter such as `nbg1-dc3` is accepted with a warning). Cannot \
-             change in place yet.",
+            "e.g. `nbg1` (a datacenter such as `nbg1-dc3` is accepted with a warning). Servers \
+             cannot move, so a change is refused at plan time: add a pool at the new location \
+             instead.",
         ))
         .attribute(
             Attribute::optional("node_labels", Type::map(Type::String))
@@ -178,23 +182,23 @@ impl Resource for WorkerPoolResource {
             {
                 plan.requires_replace.push(attr("name"));
             }
-            for name in ["server_type", "location"] {
-                let (before, after) = (prior.get(name), request.proposed.get(name));
-                if !before.is_null() && !after.is_unknown() && before != after {
-                    plan.diagnostics.push(
-                        Diagnostic::error(
-                            format!("{name} cannot change in place yet"),
-                            format!(
-                                "Changing {name} from {} to {} needs new servers, which hct does \
-                                 not do in place yet. Add a new pool with the new {name}, move \
-                                 the workloads, then remove this one.",
-                                before.to_json(),
-                                after.to_json()
-                            ),
-                        )
-                        .at(attr(name)),
-                    );
-                }
+            // A new server_type resizes each server in place; servers
+            // cannot move to another location.
+            let (before, after) = (prior.get("location"), request.proposed.get("location"));
+            if !before.is_null() && !after.is_unknown() && before != after {
+                plan.diagnostics.push(
+                    Diagnostic::error(
+                        "location cannot change in place",
+                        format!(
+                            "Servers cannot move: changing location from {} to {} needs new \
+                             servers. Add a new pool at the new location, move the workloads, \
+                             then remove this one.",
+                            before.to_json(),
+                            after.to_json()
+                        ),
+                    )
+                    .at(attr("location")),
+                );
             }
         }
         let planned = &mut plan.planned;
@@ -280,7 +284,8 @@ impl Resource for WorkerPoolResource {
         };
         set(planned, "placement_group_ids", ids);
 
-        if new_servers > 0
+        let new_type = !prior.is_null() && prior.get("server_type") != planned.get("server_type");
+        if (new_servers > 0 || new_type)
             && known
             && let Ok(client) = ctx.hcloud()
         {
@@ -465,6 +470,9 @@ impl Resource for WorkerPoolResource {
         set(&mut state, "nodes", nodes_value(&nodes));
         if let Some(drifted) = drifted_labels(&servers, &string_map(state.get("server_labels"))) {
             set(&mut state, "server_labels", map_value(&drifted));
+        }
+        if let Some(drifted) = drifted_server_type(&servers, state.get("server_type").as_str()) {
+            set(&mut state, "server_type", Value::from(drifted));
         }
         (Some(state), diagnostics)
     }

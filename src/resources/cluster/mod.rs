@@ -27,8 +27,8 @@ use crate::cluster::wait::Deadline;
 use crate::hcloud::{Client, LabelSelector};
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::common::{
-    self, drifted_labels, failed, imported_nodes, map_value, nodes_from, nodes_value,
-    refresh_nodes, refresh_running_configs, set, string_map,
+    self, drifted_labels, drifted_server_type, failed, imported_nodes, map_value, nodes_from,
+    nodes_value, refresh_nodes, refresh_running_configs, set, string_map,
 };
 use crate::talos::Secrets;
 use crate::talos::client_config;
@@ -173,7 +173,12 @@ impl Resource for ClusterResource {
             .map_or(Value::Unknown, |s| Value::from(s.worker_join().encode()));
         set(planned, "worker_join", join);
 
-        if new_servers > 0
+        // New servers, or a new server type for the old ones: check what
+        // Hetzner offers before anything is touched.
+        let new_type = !prior.is_null()
+            && prior.get("control_plane").get("server_type")
+                != planned.get("control_plane").get("server_type");
+        if (new_servers > 0 || new_type)
             && inputs::preflight_inputs_known(planned)
             && let Ok(client) = ctx.hcloud()
         {
@@ -350,6 +355,12 @@ impl Resource for ClusterResource {
         {
             cp.insert("server_labels".into(), map_value(&drifted));
         }
+        let wanted = state.get("control_plane").get("server_type").as_str();
+        if let Some(drifted) = drifted_server_type(&servers, wanted)
+            && let Value::Map(cp) = &mut set_default_map(&mut state, "control_plane")
+        {
+            cp.insert("server_type".into(), Value::from(drifted));
+        }
         (Some(state), diagnostics)
     }
 
@@ -462,24 +473,24 @@ fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
             .at(attr("talos_version")),
         );
     }
-    for name in ["server_type", "location"] {
-        let before = prior.get("control_plane").get(name);
-        let after = proposed.get("control_plane").get(name);
-        if !before.is_null() && changed(before, after) {
-            plan.diagnostics.push(
-                Diagnostic::error(
-                    format!("control_plane.{name} cannot change in place yet"),
-                    format!(
-                        "Changing {name} from {} to {} needs new servers, which hct does not do \
-                         in place yet. Keep the old value, or replace the cluster with \
-                         `terraform apply -replace`.",
-                        before.to_json(),
-                        after.to_json()
-                    ),
-                )
-                .at(control_plane_attr(name)),
-            );
-        }
+    // A new server type is a resize of each server (see `provision`); a new
+    // location would be new servers.
+    let before = prior.get("control_plane").get("location");
+    let after = proposed.get("control_plane").get("location");
+    if !before.is_null() && changed(before, after) {
+        plan.diagnostics.push(
+            Diagnostic::error(
+                "control_plane.location cannot change in place",
+                format!(
+                    "Servers cannot move: changing location from {} to {} needs new servers, \
+                     which hct does not do in place. Keep the old value, or replace the cluster \
+                     with `terraform apply -replace`.",
+                    before.to_json(),
+                    after.to_json()
+                ),
+            )
+            .at(control_plane_attr("location")),
+        );
     }
     let before = prior.get("machine_secrets");
     let after = proposed.get("machine_secrets");

@@ -56,10 +56,14 @@ pub fn schema() -> Schema {
             Nesting::Single,
             vec![
                 Attribute::required("server_type", Type::String)
-                    .description("e.g. `cx23`. Cannot change in place yet."),
+                    .description(
+                        "e.g. `cx23`. A change resizes each server in place, one at a time (ACPI \
+                         shutdown, Hetzner's `change_type` keeping the disk size, power on, back \
+                         in service); the new type must have the same architecture.",
+                    ),
                 Attribute::required("location", Type::String).description(
-                    "e.g. `nbg1`. A datacenter (`nbg1-dc3`) is accepted with a warning. Cannot \
-                     change in place yet.",
+                    "e.g. `nbg1`. A datacenter (`nbg1-dc3`) is accepted with a warning. Servers \
+                     cannot move, so a change is refused at plan time.",
                 ),
                 Attribute::optional("server_labels", Type::map(Type::String)).description(
                     "Hetzner labels for the servers, besides hct's own (`managed-by`, \

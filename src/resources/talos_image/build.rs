@@ -22,9 +22,6 @@ const BUILDER_IMAGE: &str = "ubuntu-24.04";
 /// One SSH attempt (TCP, handshake, login) at most.
 const SSH_ATTEMPT: Duration = Duration::from_secs(20);
 const SSH_RETRY_CAP: Duration = Duration::from_secs(5);
-/// How long a server may take from the shutdown signal to `off` before it
-/// is powered off hard.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(120);
 
 /// What a build left: the snapshot (also when a later step failed, so the
 /// state keeps track of it) and what to tell the user.
@@ -381,48 +378,10 @@ impl Build<'_> {
 
     /// ACPI shutdown, waiting for `off`; a hard power-off if it hangs.
     async fn shut_down(&self, server: i64, name: &str) -> Result<(), Diagnostic> {
-        let client = self.client;
-        let action = client
-            .shutdown(server)
+        self.client
+            .shut_down(server, name, self.left())
             .await
-            .map_err(|e| self.failed("shutting down the builder", &e))?;
-        client
-            .wait_for_action(action, &format!("{name}: shutting down"), self.left())
-            .await
-            .map_err(|e| self.failed("shutting down the builder", &e))?;
-        let grace = Instant::now() + SHUTDOWN_GRACE.min(self.left());
-        let mut pause = client.poll_interval();
-        loop {
-            let status = client
-                .server(server)
-                .await
-                .map_err(|e| self.failed("waiting for the builder to stop", &e))?
-                .map(|s| s.status)
-                .unwrap_or_default();
-            if status == "off" {
-                return Ok(());
-            }
-            if Instant::now() >= grace {
-                warn!(
-                    server,
-                    "talos image build: the builder ignored the shutdown; powering it off"
-                );
-                let action = client
-                    .power_off(server)
-                    .await
-                    .map_err(|e| self.failed("powering off the builder", &e))?;
-                client
-                    .wait_for_action(action, &format!("{name}: powering off"), self.left())
-                    .await
-                    .map_err(|e| self.failed("powering off the builder", &e))?;
-                return Ok(());
-            }
-            client
-                .sleep(pause, "waiting for the builder to stop")
-                .await
-                .map_err(|e| self.failed("waiting for the builder to stop", &e))?;
-            pause = (pause * 3 / 2).min(Duration::from_secs(3));
-        }
+            .map_err(|e| self.failed("shutting down the builder", &e))
     }
 }
 
