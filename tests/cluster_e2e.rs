@@ -593,8 +593,19 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
     let sim = sim().await;
     let ws = workspace(&sim);
     tokio::task::block_in_place(|| {
-        ws.terraform(&["apply", "-auto-approve", "-var", "talos_version=v1.11.3"])
+        let out = ws
+            .terraform(&["apply", "-auto-approve", "-var", "talos_version=v1.11.3"])
             .expect_success("apply v1.11.3");
+        // The release's known problem, and the way out.
+        let words = format!("{} {}", out.stdout, out.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            words.contains("The nodes run Talos v1.11.3, which has a known problem"),
+            "{out}"
+        );
+        assert!(words.contains("hct upgrades the nodes in place"), "{out}");
         assert!(
             releases(&sim).values().all(|r| r == "v1.11.3"),
             "{:?}",

@@ -158,7 +158,14 @@ fn check_talos_version(version: &str) -> Diagnostics {
         return found;
     }
     if let Ok(release) = talos_release::TalosVersion::parse(version) {
-        found.extend(talos_release::known_problem(release).map(|w| w.at(attr("talos_version"))));
+        found.extend(talos_release::known_problem(release).map(|mut warning| {
+            // Its own summary: Terraform folds warnings with the same one.
+            warning.summary = format!("The nodes run Talos {release}, which has a known problem");
+            warning.detail += " On a running cluster, set talos_version (and image_id, to an \
+                               image of that release) and apply: hct upgrades the nodes in \
+                               place, one at a time.";
+            warning.at(attr("talos_version"))
+        }));
     }
     found
 }
