@@ -13,8 +13,10 @@ use super::provision::NodeRecord;
 use crate::talos::config::config_sha256;
 use crate::talos_api::{NodeAddress, TalosClient, TalosError, Trust};
 
-/// How long a refresh waits for one node before it keeps the recorded hash.
-const READ_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a refresh waits for one node before it keeps the recorded hash:
+/// short, because a plan run outside the private network (no talos_proxy)
+/// waits this long once, for all nodes at the same time.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a node said about its config.
 enum Running {
