@@ -681,6 +681,67 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_stopped_half_way_is_finished_by_the_next_apply() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve", "-var", "talos_version=v1.11.3"])
+            .expect_success("apply v1.11.3");
+        let ids = server_ids(&sim);
+        // noreturn-cp-2 takes 25 s to come back; the update may take 8.
+        sim.add_fault(
+            FaultSpec::parse(
+                r#"{"talos": "slow_boot", "server": "noreturn-cp-2", "delay_ms": 25000}"#,
+            )
+            .unwrap(),
+        );
+        let out = ws
+            .terraform(&[
+                "apply",
+                "-auto-approve",
+                "-var",
+                "talos_version=v1.12.6",
+                "-var",
+                "update_timeout=8s",
+            ])
+            .expect_failure("upgrade times out");
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("Timed out waiting for noreturn-cp-2"),
+            "{out}"
+        );
+        assert!(words.contains("after the upgrade"), "{out}");
+        let halfway = releases(&sim);
+        assert_eq!(halfway["noreturn-cp-1"], "v1.12.6", "{halfway:?}");
+        assert_eq!(halfway["noreturn-cp-3"], "v1.11.3", "{halfway:?}");
+        assert!(
+            halfway
+                .iter()
+                .filter(|(n, _)| !n.contains("-cp-"))
+                .all(|(_, r)| r == "v1.11.3"),
+            "workers wait for the control plane: {halfway:?}"
+        );
+
+        sim.clear_faults();
+        ws.terraform(&["apply", "-auto-approve", "-var", "talos_version=v1.12.6"])
+            .expect_success("finish the upgrade");
+        assert!(
+            releases(&sim).values().all(|r| r == "v1.12.6"),
+            "{:?}",
+            releases(&sim)
+        );
+        assert_eq!(server_ids(&sim), ids);
+        let out = ws.terraform(&[
+            "plan",
+            "-detailed-exitcode",
+            "-var",
+            "talos_version=v1.12.6",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "plan after finishing\n{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_hct_cannot_make_in_place_fail_the_plan() {
     let sim = sim().await;
     let ws = workspace(&sim);

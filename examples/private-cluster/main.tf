@@ -42,6 +42,12 @@ variable "create_timeout" {
   default     = "30m"
 }
 
+variable "update_timeout" {
+  description = "How long an update of the control plane (a Talos upgrade goes node by node) may take."
+  type        = string
+  default     = "30m"
+}
+
 variable "config_delivery" {
   description = "\"user_data\" (configs in the servers' user data) or \"apply\" (applied over the Talos API in maintenance mode)."
   type        = string
@@ -103,6 +109,7 @@ resource "hct_cluster" "this" {
 
   timeouts {
     create = var.create_timeout
+    update = var.update_timeout
   }
 }
 
