@@ -17,6 +17,7 @@ use hct::talos::client_config::{
     admin_kubeconfig_at, client_certificate_expiry, talos_api_credentials, talosconfig_at,
 };
 use hct::talos_api::{AdminCredentials, ApplyMode, NodeAddress, TalosClient, Trust};
+use hct_sim::resources::servers::ServerStatus;
 use hct_sim::{FaultSpec, SimHandle};
 use serde_json::json;
 use support::{TfOutput, Workspace};
@@ -760,7 +761,6 @@ async fn changes_hct_cannot_make_in_place_fail_the_plan() {
             words.contains("control_plane.location cannot change in place"),
             "{out}"
         );
-        assert!(words.contains("location cannot change in place"), "{out}");
     });
 }
 
@@ -801,7 +801,12 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
             "{out}"
         );
         let out = ws
-            .command(&["apply", "-auto-approve"])
+            .command(&[
+                "apply",
+                "-auto-approve",
+                "-var",
+                "control_plane_server_type=cx33",
+            ])
             .env("TF_LOG_PROVIDER", "INFO")
             .output()
             .unwrap();
@@ -811,6 +816,8 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
         for (name, server_type) in server_types(&sim) {
             let wanted = if name.contains("-platform-") {
                 "cx43"
+            } else if name.contains("-cp-") {
+                "cx33"
             } else {
                 "cx23"
             };
@@ -824,38 +831,73 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
                 .collect::<BTreeMap<_, _>>()
         });
         assert_eq!(disks_after, disks_before, "disks keep their size");
-        // One at a time: each is back in service before the next goes down.
-        let steps: Vec<&str> = log
+        // One at a time per group: each is back in service before the next
+        // of its group goes down; the control plane first.
+        let steps: Vec<String> = log
             .lines()
             .filter_map(|line| {
-                if line.contains("changing the server type") {
-                    Some("down")
+                let node = line.split("node=").nth(1)?.split_whitespace().next()?;
+                let step = if line.contains("changing the server type") {
+                    "down"
                 } else if line.contains("back in service on the new server type") {
-                    Some("up")
+                    "up"
                 } else {
-                    None
-                }
+                    return None;
+                };
+                Some(format!("{step} {}", node.trim_matches('"')))
             })
             .collect();
-        assert_eq!(steps, ["down", "up"].repeat(3), "{log}");
-        let (code, out) = plan_exit_code(&ws);
+        assert_eq!(steps.len(), 12, "{steps:#?}\n{log}");
+        for group in ["-cp-", "-platform-"] {
+            let of_group: Vec<&String> = steps.iter().filter(|s| s.contains(group)).collect();
+            for pair in of_group.chunks(2) {
+                let node = pair[0].strip_prefix("down ").expect("goes down first");
+                assert_eq!(*pair[1], format!("up {node}"), "{steps:#?}");
+            }
+        }
+        assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
+        let cp_type = ["-var", "control_plane_server_type=cx33"];
+        let plan = |ws: &Workspace| {
+            let out = ws.terraform(&["plan", "-detailed-exitcode", cp_type[0], cp_type[1]]);
+            (out.status.code().unwrap_or(-1), out)
+        };
+        let (code, out) = plan(&ws);
         assert_eq!(code, 0, "plan after resizing\n{out}");
 
         // Drift: a server resized in the Hetzner Console is resized back.
         let general_1 = server_id(&sim, "noreturn-general-1");
         sim.modify(|w| w.servers.get_mut(&general_1).unwrap().server_type = "cx33".into());
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan(&ws);
         assert_eq!(code, 2, "{out}");
         let words = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             words.contains(r#"~ server_type = "cx33" -> "cx23""#),
             "{out}"
         );
-        ws.terraform(&["apply", "-auto-approve"])
+        ws.terraform(&["apply", "-auto-approve", cp_type[0], cp_type[1]])
             .expect_success("resize back");
         assert_eq!(server_types(&sim)["noreturn-general-1"], "cx23");
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan(&ws);
         assert_eq!(code, 0, "plan after resizing back\n{out}");
+
+        // Disks do not shrink: the platform servers keep their 80 GB, which
+        // cx23 (40 GB) cannot hold. Refused before any server goes down.
+        ws.write(
+            "pools.auto.tfvars",
+            &pools(3).replace(r#"sku = "cx33""#, r#"sku = "cx23""#),
+        );
+        let out = ws
+            .terraform(&["apply", "-auto-approve", cp_type[0], cp_type[1]])
+            .expect_failure("a type with a smaller disk");
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("Server type too small"), "{out}");
+        assert!(words.contains("Hetzner cannot shrink disks"), "{out}");
+        sim.inspect(|w| {
+            for server in w.servers.values() {
+                assert_eq!(server.status, ServerStatus::Running, "{}", server.name);
+            }
+        });
+        assert_eq!(server_types(&sim)["noreturn-platform-1"], "cx43");
     });
 }
 

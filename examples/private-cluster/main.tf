@@ -36,6 +36,12 @@ variable "location" {
   default = "nbg1"
 }
 
+variable "control_plane_server_type" {
+  description = "Server type of the control-plane nodes (a change resizes them one at a time)."
+  type        = string
+  default     = "cx23"
+}
+
 variable "create_timeout" {
   description = "How long creating the control plane may take."
   type        = string
@@ -103,7 +109,7 @@ resource "hct_cluster" "this" {
   talos_version = var.talos_version
   image_id      = hct_talos_image.this.id
   schematic_id  = hct_talos_image.this.schematic_id
-  control_plane = { server_type = "cx23", location = var.location }
+  control_plane = { server_type = var.control_plane_server_type, location = var.location }
   machine_secrets = var.machine_secrets
   config_delivery = var.config_delivery
 

@@ -42,6 +42,12 @@ pub enum ClusterError {
     Credentials(String),
     #[error("{0}")]
     Conflict(String),
+    /// A change hct will not make, found before anything was touched.
+    #[error("{detail}")]
+    Refused {
+        summary: &'static str,
+        detail: String,
+    },
 }
 
 impl ClusterError {
@@ -92,6 +98,7 @@ impl ClusterError {
             ClusterError::Conflict(_) => {
                 Diagnostic::error("Conflicting object on Hetzner", self.to_string())
             }
+            ClusterError::Refused { summary, detail } => Diagnostic::error(*summary, detail),
         }
     }
 }

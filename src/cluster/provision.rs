@@ -390,8 +390,9 @@ impl Group<'_> {
     }
 
     /// Moves a node to the group's server type and keeps its server (id, IP,
-    /// disk): ACPI shutdown, `change_type` with the disk left at its size (so
-    /// a smaller type stays possible), power on, then back in service.
+    /// disk): ACPI shutdown, `change_type` with the disk left at its size
+    /// (Hetzner starts the server again afterwards), then back in service.
+    /// Whatever fails after the shutdown, the server is powered on again.
     async fn change_server_type(
         &self,
         server: &Server,
@@ -399,38 +400,75 @@ impl Group<'_> {
     ) -> Result<(), ClusterError> {
         let (client, name) = (self.client, server.name.as_str());
         let wanted = self.spec.server_type.as_str();
+        // Disks cannot shrink: refuse before the node goes down.
+        let target = client
+            .server_type(wanted)
+            .await
+            .map_err(ClusterError::hcloud(format!(
+                "reading server type {wanted}"
+            )))?;
+        if let Some(target) = &target
+            && target.disk < server.primary_disk_size
+        {
+            return Err(ClusterError::Refused {
+                summary: "Server type too small",
+                detail: format!(
+                    "{name} cannot become {wanted}: its disk is {} GB and {wanted} has {} GB, \
+                     and Hetzner cannot shrink disks. Nothing was changed. Pick a server type \
+                     with at least {} GB of disk.",
+                    server.primary_disk_size, target.disk, server.primary_disk_size
+                ),
+            });
+        }
         info!(node = name, from = %server.server_type.name, to = wanted, "changing the server type");
         client
             .shut_down(server.id, name, self.deadline.left())
             .await
             .map_err(ClusterError::hcloud(format!("shutting down {name}")))?;
         let doing = format!("changing the server type of {name} to {wanted}");
-        let action = client
-            .change_type(server.id, wanted, false)
-            .await
-            .map_err(ClusterError::hcloud(&doing))?;
-        client
-            .wait_for_action(action, &doing, self.deadline.left())
-            .await
-            .map_err(ClusterError::hcloud(&doing))?;
-        let action = client
-            .power_on(server.id)
-            .await
-            .map_err(ClusterError::hcloud(format!("powering on {name}")))?;
-        client
-            .wait_for_action(
-                action,
-                &format!("{name}: powering on"),
-                self.deadline.left(),
-            )
-            .await
-            .map_err(ClusterError::hcloud(format!("powering on {name}")))?;
+        let changed = async {
+            let action = client.change_type(server.id, wanted, false).await?;
+            client
+                .wait_for_action(action, &doing, self.deadline.left())
+                .await?;
+            Ok(())
+        }
+        .await;
+        // Started again by Hetzner after a change; after a failure it is off.
+        let powered = self.power_on_if_off(server.id, name).await;
+        changed.map_err(ClusterError::hcloud(&doing))?;
+        powered?;
         bring_up::back_in_service(self, node).await?;
         info!(
             node = name,
             server_type = wanted,
             "back in service on the new server type"
         );
+        Ok(())
+    }
+
+    async fn power_on_if_off(&self, server: i64, name: &str) -> Result<(), ClusterError> {
+        let doing = format!("powering on {name}");
+        let status = self
+            .client
+            .server(server)
+            .await
+            .map_err(ClusterError::hcloud(&doing))?
+            .map(|s| s.status);
+        if status.as_deref() != Some("off") {
+            return Ok(());
+        }
+        // Also after Ctrl-C or the deadline: a node left off is worse than
+        // a wait that overruns by one action.
+        let action = self
+            .client
+            .power_on(server)
+            .await
+            .map_err(ClusterError::hcloud(&doing))?;
+        self.client
+            .wait_for_action(action, &doing, self.deadline.left())
+            .await
+            .map_err(ClusterError::hcloud(&doing))?;
         Ok(())
     }
 

@@ -3,19 +3,24 @@
 //! the control plane before the worker pools that depend on it), each back
 //! on the new release and healthy before the next one goes down.
 
-use tracing::info;
+use tracing::{info, warn};
 
 use super::ClusterError;
 use super::bring_up;
 use super::provision::{Group, NodeRecord};
 use super::wait::{self, Retry};
-use crate::talos::config::installer_image_for;
+use crate::talos::config::{TalosVersion, installer_image_for};
 use crate::talos_api::{NodeAddress, TalosClient, TalosError};
 
 /// Brings `node` to the group's Talos release if it runs another one.
-/// Returns whether it upgraded the node.
+/// Returns whether it upgraded the node. A node on a newer release is an
+/// error: hct does not downgrade.
 pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, ClusterError> {
-    let target = group.settings.talos_version.as_str();
+    let target: TalosVersion = group
+        .settings
+        .talos_version
+        .parse()
+        .map_err(ClusterError::config(&node.name))?;
     let address = group.address(&node.ip)?;
     let running = wait::until(
         group.deadline,
@@ -33,21 +38,39 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
         },
     )
     .await?;
-    let Some(running) = running.filter(|r| r != target) else {
+    let Some(running) = running else {
         return Ok(false);
     };
-    let image = installer_image_for(&group.settings.schematic_id, target);
-    info!(node = %node.name, from = %running, to = target, image, "upgrading Talos");
-    wait::until(
-        group.deadline,
-        &node.name,
-        "starting the upgrade",
-        || async {
-            let mut client = TalosClient::connect(&address, group.trust).await?;
-            client.upgrade(&image).await?;
-            Ok(())
-        },
-    )
+    match running.parse::<TalosVersion>() {
+        Ok(running) if running == target => return Ok(false),
+        Ok(running) if running.is_newer_than(&target) => {
+            return Err(ClusterError::Refused {
+                summary: "Node runs a newer Talos",
+                detail: format!(
+                    "{} runs Talos {running}, newer than talos_version {target}; hct does not \
+                     downgrade nodes. Set talos_version to {running}.",
+                    node.name
+                ),
+            });
+        }
+        // Older, or a release hct makes no configs for: upgrade.
+        _ => {}
+    }
+    let image = installer_image_for(&group.settings.schematic_id, &target.to_string());
+    info!(node = %node.name, from = %running, to = %target, image, "upgrading Talos");
+    wait::until(group.deadline, &node.name, "starting the upgrade", || async {
+        let mut client = TalosClient::connect(&address, group.trust).await?;
+        match client.upgrade(&image).await {
+            Ok(()) => Ok(()),
+            // The request may have arrived; asking again could start a
+            // second install. Whether it runs shows in the wait below.
+            Err(TalosError::NotReady { message, .. }) => {
+                warn!(node = %node.name, message, "no answer to the upgrade request; watching the node");
+                Ok(())
+            }
+            Err(e) => Err(Retry::Fatal(ClusterError::Talos(e))),
+        }
+    })
     .await?;
     // The node keeps answering on the old release for a moment, then goes
     // down to install the new one and reboots into it.
@@ -56,15 +79,16 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
         &node.name,
         &format!("waiting for Talos {target} after the upgrade"),
         || async {
-            match release(group, &address).await? {
-                now if now == target => Ok(()),
-                now => Err(Retry::Again(format!("still runs {now}"))),
+            let now = release(group, &address).await?;
+            match now.parse::<TalosVersion>() {
+                Ok(now) if now == target => Ok(()),
+                _ => Err(Retry::Again(format!("still runs {now}"))),
             }
         },
     )
     .await?;
     bring_up::back_in_service(group, node).await?;
-    info!(node = %node.name, release = target, "upgraded");
+    info!(node = %node.name, release = %target, "upgraded");
     Ok(true)
 }
 

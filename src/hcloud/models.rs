@@ -59,6 +59,9 @@ pub struct Server {
     pub placement_group: Option<PlacementGroup>,
     pub rescue_enabled: bool,
     pub locked: bool,
+    /// GB; may be bigger than the type's own disk after a resize with
+    /// `upgrade_disk`, and then no smaller type fits.
+    pub primary_disk_size: i64,
 }
 
 impl Server {

@@ -130,11 +130,16 @@ impl TalosClient {
         };
         let mut client = match Self::dial(address, &anonymous).await {
             Ok(client) => client,
+            // TLS 1.2: the handshake itself fails for want of a certificate.
+            Err(TalosError::Unauthorized { .. }) => return Probe::WantsCertificate,
             Err(error) => return Probe::Gone(error),
         };
         // Any answer of apid's own, even a refusal (the node is rebooting
         // into its config), means the session needed no client certificate.
-        // A configured node ends the session instead: a transport error.
+        // A configured node ends the session instead: with a TLS alert, or
+        // (the alert lost in the race) a reset connection. A maintenance
+        // service stopping exactly now looks the same; the odds are small,
+        // and it refuses new connections once stopped (`Gone` above).
         match client.inner.version(client.request(())).await {
             Ok(_) => Probe::Maintenance,
             Err(status) if std::error::Error::source(&status).is_none() => Probe::Maintenance,
@@ -474,8 +479,17 @@ fn classify_dial_error(node: &str, error: &tonic::transport::Error) -> TalosErro
     ];
     if tls_problem.iter().any(|p| reason.contains(p)) {
         TalosError::WrongCa { node, reason }
-    } else if [
-        // Alerts a node sends when it rejects hct's client certificate.
+    } else if demands_client_certificate(&reason) {
+        TalosError::Unauthorized { node, reason }
+    } else {
+        TalosError::Unreachable { node, reason }
+    }
+}
+
+/// Whether an error's text holds a TLS alert a node sends when it rejects
+/// (or misses) the client's certificate.
+fn demands_client_certificate(text: &str) -> bool {
+    [
         "CertificateRequired",
         "certificate required",
         "BadCertificate",
@@ -484,10 +498,5 @@ fn classify_dial_error(node: &str, error: &tonic::transport::Error) -> TalosErro
         "AccessDenied",
     ]
     .iter()
-    .any(|alert| reason.contains(alert))
-    {
-        TalosError::Unauthorized { node, reason }
-    } else {
-        TalosError::Unreachable { node, reason }
-    }
+    .any(|alert| text.contains(alert))
 }

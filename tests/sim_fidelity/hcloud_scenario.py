@@ -277,6 +277,21 @@ def step_errors():
     assert listed.headers["X-Correlation-Id"]
 
 
+def step_shutdown_and_resize():
+    server = ctx["workers"][2]
+    client.servers.shutdown(server).wait_until_finished()
+    deadline = time.time() + 30
+    while client.servers.get_by_id(server.id).status != "off":
+        assert time.time() < deadline, "the server never stopped after the ACPI shutdown"
+        time.sleep(0.05)
+    disk = client.servers.get_by_id(server.id).primary_disk_size
+    client.servers.change_type(server, ServerType(name="cx33"), upgrade_disk=False).wait_until_finished()
+    # Hetzner starts the server again once its disk is copied.
+    resized = client.servers.get_by_id(server.id)
+    assert resized.server_type.name == "cx33", resized.server_type.name
+    assert resized.primary_disk_size == disk and resized.status == "running", resized.status
+
+
 def step_rescue_and_snapshot():
     server = ctx["server"]
     rescue = client.servers.enable_rescue(server, type="linux64", ssh_keys=[ctx["ssh_key"].id])
@@ -358,6 +373,7 @@ STEPS = [
     step_workers_and_placement_limit,
     step_label_selectors_and_paging,
     step_errors,
+    step_shutdown_and_resize,
     step_rescue_and_snapshot,
     step_faults,
     step_cleanup,

@@ -3,6 +3,7 @@
 //! Kubernetes versions it runs. Facts from Talos' `VersionContract`,
 //! `constants.DefaultKubernetesVersion` and compatibility tables.
 
+use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
 
@@ -176,20 +177,30 @@ impl Semver {
 }
 
 impl Semver {
-    /// Release order; a pre-release comes before its release (pre-releases
-    /// of one version compare by their text, enough for `-alpha` < `-beta`).
+    /// Release order (semver): a pre-release comes before its release, and
+    /// pre-releases compare part by part, numbers as numbers
+    /// (`-alpha.9` < `-alpha.10` < `-beta.1`).
     fn precedes(&self, other: &Semver) -> bool {
         let core = |v: &Semver| (v.major, v.minor, v.patch);
         match core(self).cmp(&core(other)) {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Equal => match (&self.pre_release, &other.pre_release) {
-                (Some(a), Some(b)) => a < b,
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => match (&self.pre_release, &other.pre_release) {
+                (Some(a), Some(b)) => compare_pre_releases(a, b) == Ordering::Less,
                 (Some(_), None) => true,
                 _ => false,
             },
         }
     }
+}
+
+fn compare_pre_releases(a: &str, b: &str) -> Ordering {
+    let part = |p: &str| match p.parse::<u64>() {
+        // Numeric identifiers sort before alphanumeric ones.
+        Ok(n) => (0, n, String::new()),
+        Err(_) => (1, 0, p.to_string()),
+    };
+    a.split('.').map(part).cmp(b.split('.').map(part))
 }
 
 impl fmt::Display for Semver {
@@ -294,6 +305,27 @@ impl fmt::Display for KubernetesVersion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn releases_order_like_semver() {
+        let v = |text: &str| text.parse::<TalosVersion>().unwrap();
+        let ordered = [
+            "v1.11.3",
+            "v1.12.0-alpha.2",
+            "v1.12.0-alpha.10",
+            "v1.12.0-beta.1",
+            "v1.12.0",
+            "v1.12.6",
+            "1.12.7",
+        ];
+        for pair in ordered.windows(2) {
+            let (older, newer) = (v(pair[0]), v(pair[1]));
+            assert!(newer.is_newer_than(&older), "{newer} after {older}");
+            assert!(!older.is_newer_than(&newer), "{older} before {newer}");
+        }
+        assert!(!v("v1.12.6").is_newer_than(&v("1.12.6")));
+        assert_eq!(v("v1.12.6"), v("1.12.6"));
+    }
 
     #[test]
     fn talos_versions_pick_their_contract() {

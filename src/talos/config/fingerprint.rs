@@ -2,11 +2,11 @@
 //! means the same config, so a config read back from a node compares with
 //! the one hct applied.
 //!
-//! Each document becomes JSON with sorted keys and without the map entries
-//! whose value is empty (`null`, `false`, `0`, `""`, `[]`, `{}`): Talos
-//! decodes configs into Go structs whose fields are `omitempty`, so it
-//! cannot tell such an entry from a missing one either. Formatting, key
-//! order, quoting and comments do not count.
+//! Each document becomes JSON with sorted keys, without `null` entries (the
+//! same as absent to any reader). Formatting, key order, quoting and
+//! comments do not count; every value does, `false`, `0` and `""` included:
+//! Talos tells an explicit `false` from an absent field, and an empty label
+//! value is a label.
 
 use std::collections::BTreeMap;
 
@@ -31,15 +31,12 @@ pub fn config_sha256(text: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The value without empty map entries, keys sorted; `None` when nothing is
-/// left of it.
+/// The value with its maps' keys sorted and their `null` entries left out;
+/// `None` for `null` itself.
 fn canonical(value: &Value) -> Option<Value> {
     match value {
-        Value::Null | Value::Bool(false) => None,
-        Value::Number(n) if n.as_f64() == Some(0.0) => None,
-        Value::String(s) if s.is_empty() => None,
-        Value::Array(items) if items.is_empty() => None,
-        // Inside a list every element counts, empty or not.
+        Value::Null => None,
+        // Inside a list every element counts, null or not.
         Value::Array(items) => Some(Value::Array(
             items
                 .iter()
@@ -51,9 +48,6 @@ fn canonical(value: &Value) -> Option<Value> {
                 .iter()
                 .filter_map(|(key, value)| Some((key, canonical(value)?)))
                 .collect();
-            if sorted.is_empty() {
-                return None;
-            }
             Some(Value::Object(
                 sorted
                     .into_iter()
@@ -72,9 +66,25 @@ mod tests {
     const APPLIED: &str = "version: v1alpha1\nmachine:\n    type: worker\n    nodeLabels:\n        purpose: general\n    kubelet:\n        disableManifestsDirectory: false\n        extraArgs: {}\ncluster:\n    clusterName: noreturn\n---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: noreturn-general-1\nauto: \"off\"\n";
 
     #[test]
-    fn formatting_order_quotes_comments_and_empty_values_do_not_count() {
-        let rewritten = "# written back by the node\nversion: \"v1alpha1\"\ncluster: {clusterName: noreturn}\nmachine:\n  nodeLabels: {purpose: 'general'}\n  type: worker\n---\nkind: HostnameConfig\napiVersion: v1alpha1\nauto: \"off\"\nhostname: noreturn-general-1\nstable: null\n";
+    fn formatting_order_quotes_comments_and_nulls_do_not_count() {
+        let rewritten = "# written back by the node\nversion: \"v1alpha1\"\ncluster: {clusterName: noreturn}\nmachine:\n  nodeLabels: {purpose: 'general'}\n  kubelet: {extraArgs: {}, disableManifestsDirectory: false}\n  type: worker\n---\nkind: HostnameConfig\napiVersion: v1alpha1\nauto: \"off\"\nhostname: noreturn-general-1\nstable: null\n";
         assert_eq!(config_sha256(APPLIED), config_sha256(rewritten));
+    }
+
+    #[test]
+    fn explicit_false_zero_and_empty_values_count() {
+        let base = config_sha256(APPLIED);
+        // An empty label value is a label.
+        let labelled = APPLIED.replace(
+            "purpose: general",
+            "purpose: general\n        node-role.kubernetes.io/ingress: \"\"",
+        );
+        assert_ne!(base, config_sha256(&labelled));
+        // Absent and false differ where Talos defaults to true.
+        let without = APPLIED.replace("        disableManifestsDirectory: false\n", "");
+        assert_ne!(base, config_sha256(&without));
+        let without = APPLIED.replace("        extraArgs: {}\n", "");
+        assert_ne!(base, config_sha256(&without));
     }
 
     #[test]
