@@ -678,6 +678,58 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
             (out.status.code().unwrap_or(-1), out)
         };
         assert_eq!(code, 0, "plan after the upgrade\n{out}");
+
+        // Someone upgrades noreturn-general-1 further by hand, and edits its
+        // config: hct puts the config back but never downgrades the node.
+        let admin = talos_admin(&ws);
+        let general_1 = NodeAddress::new("10.0.128.65".parse().unwrap(), Some(sim.proxy_addr()));
+        let handle = tokio::runtime::Handle::current();
+        handle.block_on(async {
+            let mut node = TalosClient::connect(&general_1, &admin).await.unwrap();
+            let image = "factory.talos.dev/hcloud-installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.12.7";
+            node.upgrade(image).await.unwrap();
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while releases(&sim)["noreturn-general-1"] != "v1.12.7" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the manual upgrade never finished"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        handle.block_on(async {
+            let edited = loop {
+                // Back from its reboot when it answers again.
+                if let Ok(mut node) = TalosClient::connect(&general_1, &admin).await
+                    && let Ok(config) = node.machine_config().await
+                {
+                    let edited = config.replace("purpose: general", "purpose: edited");
+                    if node
+                        .apply_configuration(edited.as_bytes(), ApplyMode::Auto)
+                        .await
+                        .is_ok()
+                    {
+                        break edited;
+                    }
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the node never came back"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
+            assert!(edited.contains("purpose: edited"));
+        });
+        let out = ws
+            .terraform(&["apply", "-auto-approve", upgrade[0], upgrade[1]])
+            .expect_failure("a node on a newer release");
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("Node runs a newer Talos"), "{out}");
+        assert!(
+            words.contains("noreturn-general-1 runs Talos v1.12.7, which is not older"),
+            "{out}"
+        );
+        assert_eq!(releases(&sim)["noreturn-general-1"], "v1.12.7");
     });
 }
 

@@ -11,6 +11,7 @@ use super::provision::{Group, NodeRecord};
 use super::wait::{self, Retry};
 use crate::talos::config::{TalosVersion, installer_image_for};
 use crate::talos_api::{NodeAddress, TalosClient, TalosError};
+use crate::talos_release;
 
 /// Brings `node` to the group's Talos release if it runs another one.
 /// Returns whether it upgraded the node. A node on a newer release is an
@@ -41,20 +42,26 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
     let Some(running) = running else {
         return Ok(false);
     };
-    match running.parse::<TalosVersion>() {
+    // Only ever forward: a node on a newer release (or one hct cannot
+    // order) is left alone and reported.
+    let older = match running.parse::<TalosVersion>() {
         Ok(running) if running == target => return Ok(false),
-        Ok(running) if running.is_newer_than(&target) => {
-            return Err(ClusterError::Refused {
-                summary: "Node runs a newer Talos",
-                detail: format!(
-                    "{} runs Talos {running}, newer than talos_version {target}; hct does not \
-                     downgrade nodes. Set talos_version to {running}.",
-                    node.name
-                ),
-            });
-        }
-        // Older, or a release hct makes no configs for: upgrade.
-        _ => {}
+        Ok(running) => target.is_newer_than(&running),
+        // A release outside hct's config contracts, e.g. v1.10.x.
+        Err(_) => talos_release::TalosVersion::parse(&running)
+            .ok()
+            .zip(talos_release::TalosVersion::parse(&target.to_string()).ok())
+            .is_some_and(|(running, target)| running < target),
+    };
+    if !older {
+        return Err(ClusterError::Refused {
+            summary: "Node runs a newer Talos",
+            detail: format!(
+                "{} runs Talos {running}, which is not older than talos_version {target}; hct \
+                 upgrades nodes but never downgrades them. Set talos_version to {running}.",
+                node.name
+            ),
+        });
     }
     let image = installer_image_for(&group.settings.schematic_id, &target.to_string());
     info!(node = %node.name, from = %running, to = %target, image, "upgrading Talos");
