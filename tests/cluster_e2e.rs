@@ -134,10 +134,58 @@ fn apply_until_servers_exist(ws: &Workspace, sim: &SimHandle, count: usize) -> s
     apply
 }
 
-/// `terraform plan -detailed-exitcode`: 0 = no changes, 2 = changes.
-fn plan_exit_code(ws: &Workspace) -> (i32, TfOutput) {
-    let out = ws.terraform(&["plan", "-detailed-exitcode"]);
+/// `terraform plan -detailed-exitcode` with extra arguments: 0 = no
+/// changes, 2 = changes.
+fn plan_exit_code(ws: &Workspace, args: &[&str]) -> (i32, TfOutput) {
+    let out = ws.terraform(&[&["plan", "-detailed-exitcode"], args].concat());
     (out.status.code().unwrap_or(-1), out)
+}
+
+/// Text with Terraform's line wrapping undone (whitespace runs as one space).
+fn unwrapped(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `terraform apply -auto-approve <args>` with the provider's INFO log;
+/// returns the log (stderr), failing the test if the apply failed.
+fn apply_with_provider_log(ws: &Workspace, args: &[&str], what: &str) -> String {
+    let out = ws
+        .command(&[&["apply", "-auto-approve"], args].concat())
+        .env("TF_LOG_PROVIDER", "INFO")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{what} failed:\n{log}");
+    log
+}
+
+/// The provider log's lines about nodes going down (`down`) and coming
+/// back (`up`), in order, as "down <node>" / "up <node>".
+fn node_steps(log: &str, down: &str, up: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|line| {
+            let node = line.split("node=").nth(1)?.split_whitespace().next()?;
+            let step = if line.contains(down) {
+                "down"
+            } else if line.contains(up) {
+                "up"
+            } else {
+                return None;
+            };
+            Some(format!("{step} {}", node.trim_matches('"')))
+        })
+        .collect()
+}
+
+/// Within each group, every node is back up before the next goes down.
+fn assert_one_at_a_time(steps: &[String], groups: &[&str]) {
+    for group in groups {
+        let of_group: Vec<&String> = steps.iter().filter(|s| s.contains(group)).collect();
+        for pair in of_group.chunks(2) {
+            let node = pair[0].strip_prefix("down ").expect("goes down first");
+            assert_eq!(*pair[1], format!("up {node}"), "{steps:#?}");
+        }
+    }
 }
 
 async fn sim() -> SimHandle {
@@ -184,7 +232,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         let talosconfig = outputs["talosconfig"]["value"].as_str().unwrap();
         assert!(talosconfig.contains("10.0.128.19"), "{talosconfig}");
 
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "a second plan must be empty\n{out}");
 
         // Scale general 3 → 5: the next IPs.
@@ -200,7 +248,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("scale down");
         assert_eq!(server_names(&sim), expected_names(2));
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after scaling down\n{out}");
 
         // Drift: a server deleted and labels changed behind Terraform's back.
@@ -211,7 +259,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
             let server = w.servers.get_mut(&cp2).unwrap();
             server.labels.insert("rogue".into(), "yes".into());
         });
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 2, "drift must show\n{out}");
         assert!(out.stdout.contains("noreturn-general-2"), "{out}");
         assert!(out.stdout.contains("rogue"), "{out}");
@@ -220,7 +268,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         assert_eq!(server_names(&sim), expected_names(2));
         let labels = sim.inspect(|w| w.servers[&cp2].labels.clone());
         assert!(!labels.contains_key("rogue"), "{labels:?}");
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after repair\n{out}");
 
         // A changed node label: the pool's configs are re-applied in place.
@@ -229,7 +277,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
             "pools.auto.tfvars",
             &pools_labelled(2, r#"{ purpose = "platform", tier = "one" }"#),
         );
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 2, "{out}");
         assert!(out.stdout.contains("config_sha256"), "{out}");
         ws.terraform(&["apply", "-auto-approve"])
@@ -239,7 +287,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
             assert_eq!(id_before, id_after, "{name} must keep its server");
             assert_ne!(sha_before, sha_after, "{name} must get the new config");
         }
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after re-applying\n{out}");
 
         // Import a pool back into state.
@@ -255,7 +303,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
             expected_names(2),
             "import must not create servers"
         );
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after import\n{out}");
 
         // Import the cluster by name, with its secrets.
@@ -275,7 +323,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
             expected_names(2),
             "import must not create servers"
         );
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after cluster import\n{out}");
 
         ws.terraform(&["destroy", "-auto-approve"])
@@ -341,7 +389,7 @@ async fn survives_rate_limits_server_errors_and_locks() {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply under faults");
         assert_eq!(server_names(&sim), expected_names(3));
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "{out}");
     });
 }
@@ -369,7 +417,7 @@ async fn a_failing_action_fails_the_apply_and_a_rerun_converges() {
             expected_names(3),
             "no orphans, no duplicates"
         );
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "{out}");
     });
 }
@@ -394,10 +442,7 @@ async fn a_node_that_never_comes_up_times_out_naming_it() {
         let out = ws
             .terraform(&["plan"])
             .expect_success("plan with a node unreachable");
-        let words = format!("{} {}", out.stdout, out.stderr)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let words = unwrapped(&format!("{} {}", out.stdout, out.stderr));
         assert!(words.contains("Warning: Node configs not checked"), "{out}");
         assert!(
             words.contains("noreturn-cp-2 (10.0.128.18: cannot reach the Talos API"),
@@ -433,7 +478,7 @@ async fn an_api_server_that_never_gets_ready_times_out_naming_it() {
             "{out}"
         );
         // Terraform wraps long lines.
-        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = unwrapped(&out.stderr);
         assert!(words.contains("[-]etcd failed: injected"), "{out}");
     });
 }
@@ -472,7 +517,7 @@ async fn a_config_changed_outside_hct_shows_in_the_plan_and_is_put_back() {
         .unwrap();
 
     tokio::task::block_in_place(|| {
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 2, "the edited config must show\n{out}");
         assert!(out.stdout.contains("config_sha256"), "{out}");
         assert!(
@@ -487,7 +532,7 @@ async fn a_config_changed_outside_hct_shows_in_the_plan_and_is_put_back() {
         );
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("put the config back");
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after putting it back\n{out}");
     });
     let ids_after = pool_nodes(&ws, "general");
@@ -527,7 +572,7 @@ async fn client_configs_in_their_last_month_are_issued_again() {
         state["serial"] = json!(state["serial"].as_i64().unwrap() + 1);
         std::fs::write(&state_path, state.to_string()).unwrap();
 
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 2, "the expiring configs must be renewed\n{out}");
         assert!(
             out.stdout
@@ -544,7 +589,7 @@ async fn client_configs_in_their_last_month_are_issued_again() {
             let expires = client_certificate_expiry(&renewed).unwrap();
             assert!(expires > SystemTime::now() + year, "{name} was not renewed");
         }
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after renewing\n{out}");
     });
 }
@@ -562,13 +607,8 @@ async fn configs_applied_in_maintenance_mode_keep_user_data_empty() {
                 assert!(server.user_data.is_none(), "{} has user data", server.name);
             }
         });
-        let out = ws.terraform(&[
-            "plan",
-            "-detailed-exitcode",
-            "-var",
-            "config_delivery=apply",
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{out}");
+        let (code, out) = plan_exit_code(&ws, &["-var", "config_delivery=apply"]);
+        assert_eq!(code, 0, "{out}");
     });
 }
 
@@ -598,10 +638,7 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
             .terraform(&["apply", "-auto-approve", "-var", "talos_version=v1.11.3"])
             .expect_success("apply v1.11.3");
         // The release's known problem, and the way out.
-        let words = format!("{} {}", out.stdout, out.stderr)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let words = unwrapped(&format!("{} {}", out.stdout, out.stderr));
         assert!(
             words.contains("The nodes run Talos v1.11.3, which has a known problem"),
             "{out}"
@@ -616,23 +653,14 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
         let ids = server_ids(&sim);
 
         let upgrade = ["-var", "talos_version=v1.12.6"];
-        let (code, out) = {
-            let out = ws.terraform(&["plan", "-detailed-exitcode", upgrade[0], upgrade[1]]);
-            (out.status.code().unwrap_or(-1), out)
-        };
+        let (code, out) = plan_exit_code(&ws, &upgrade);
         assert_eq!(code, 2, "{out}");
         assert!(
             out.stdout
                 .contains("hct_cluster.this will be updated in-place"),
             "{out}"
         );
-        let out = ws
-            .command(&["apply", "-auto-approve", upgrade[0], upgrade[1]])
-            .env("TF_LOG_PROVIDER", "INFO")
-            .output()
-            .unwrap();
-        let log = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "upgrade failed:\n{log}");
+        let log = apply_with_provider_log(&ws, &upgrade, "upgrade");
 
         assert!(
             releases(&sim).values().all(|r| r == "v1.12.6"),
@@ -648,35 +676,19 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
         // One node at a time in each group (Terraform applies the two pools
         // side by side): each is back before the next of its group goes
         // down, and the control plane is done before any worker goes.
-        let steps: Vec<String> = log
-            .lines()
-            .filter_map(|line| {
-                let node = line.split("node=").nth(1)?.split_whitespace().next()?;
-                let step = if line.contains("upgrading Talos") {
-                    "down"
-                } else if line.contains(": upgraded") {
-                    "up"
-                } else {
-                    return None;
-                };
-                Some(format!("{step} {}", node.trim_matches('"')))
-            })
-            .collect();
+        let steps = node_steps(&log, "upgrading Talos", ": upgraded");
         assert_eq!(steps.len(), 18, "{steps:#?}\n{log}");
         for group in ["-cp-", "-platform-", "-general-"] {
-            let of_group: Vec<&String> = steps.iter().filter(|s| s.contains(group)).collect();
-            assert_eq!(of_group.len(), 6, "{steps:#?}");
-            for pair in of_group.chunks(2) {
-                let node = pair[0].strip_prefix("down ").expect("goes down first");
-                assert_eq!(*pair[1], format!("up {node}"), "{steps:#?}");
-            }
+            assert_eq!(
+                steps.iter().filter(|s| s.contains(group)).count(),
+                6,
+                "{steps:#?}"
+            );
         }
+        assert_one_at_a_time(&steps, &["-cp-", "-platform-", "-general-"]);
         assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
 
-        let (code, out) = {
-            let out = ws.terraform(&["plan", "-detailed-exitcode", upgrade[0], upgrade[1]]);
-            (out.status.code().unwrap_or(-1), out)
-        };
+        let (code, out) = plan_exit_code(&ws, &upgrade);
         assert_eq!(code, 0, "plan after the upgrade\n{out}");
 
         // Someone upgrades noreturn-general-1 further by hand, and edits its
@@ -721,9 +733,9 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
             assert!(edited.contains("purpose: edited"));
         });
         let out = ws
-            .terraform(&["apply", "-auto-approve", upgrade[0], upgrade[1]])
+            .terraform(&[&["apply", "-auto-approve"], &upgrade[..]].concat())
             .expect_failure("a node on a newer release");
-        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = unwrapped(&out.stderr);
         assert!(words.contains("Node runs a newer Talos"), "{out}");
         assert!(
             words.contains("noreturn-general-1 runs Talos v1.12.7, which is not older"),
@@ -758,7 +770,7 @@ async fn an_upgrade_stopped_half_way_is_finished_by_the_next_apply() {
                 "update_timeout=8s",
             ])
             .expect_failure("upgrade times out");
-        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = unwrapped(&out.stderr);
         assert!(
             words.contains("Timed out waiting for noreturn-cp-2"),
             "{out}"
@@ -784,13 +796,8 @@ async fn an_upgrade_stopped_half_way_is_finished_by_the_next_apply() {
             releases(&sim)
         );
         assert_eq!(server_ids(&sim), ids);
-        let out = ws.terraform(&[
-            "plan",
-            "-detailed-exitcode",
-            "-var",
-            "talos_version=v1.12.6",
-        ]);
-        assert_eq!(out.status.code(), Some(0), "plan after finishing\n{out}");
+        let (code, out) = plan_exit_code(&ws, &["-var", "talos_version=v1.12.6"]);
+        assert_eq!(code, 0, "plan after finishing\n{out}");
     });
 }
 
@@ -808,7 +815,7 @@ async fn changes_hct_cannot_make_in_place_fail_the_plan() {
         let out = ws
             .terraform(&["plan", "-var", "location=fsn1"])
             .expect_failure("location change");
-        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = unwrapped(&out.stderr);
         assert!(
             words.contains("control_plane.location cannot change in place"),
             "{out}"
@@ -845,25 +852,15 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
             "pools.auto.tfvars",
             &pools(3).replace(r#"sku = "cx33""#, r#"sku = "cx43""#),
         );
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 2, "{out}");
         assert!(
             out.stdout
                 .contains(r#"hct_worker_pool.this["platform"] will be updated in-place"#),
             "{out}"
         );
-        let out = ws
-            .command(&[
-                "apply",
-                "-auto-approve",
-                "-var",
-                "control_plane_server_type=cx33",
-            ])
-            .env("TF_LOG_PROVIDER", "INFO")
-            .output()
-            .unwrap();
-        let log = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "resize failed:\n{log}");
+        let cp_type = ["-var", "control_plane_server_type=cx33"];
+        let log = apply_with_provider_log(&ws, &cp_type, "resize");
 
         for (name, server_type) in server_types(&sim) {
             let wanted = if name.contains("-platform-") {
@@ -885,51 +882,31 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
         assert_eq!(disks_after, disks_before, "disks keep their size");
         // One at a time per group: each is back in service before the next
         // of its group goes down; the control plane first.
-        let steps: Vec<String> = log
-            .lines()
-            .filter_map(|line| {
-                let node = line.split("node=").nth(1)?.split_whitespace().next()?;
-                let step = if line.contains("changing the server type") {
-                    "down"
-                } else if line.contains("back in service on the new server type") {
-                    "up"
-                } else {
-                    return None;
-                };
-                Some(format!("{step} {}", node.trim_matches('"')))
-            })
-            .collect();
+        let steps = node_steps(
+            &log,
+            "changing the server type",
+            "back in service on the new server type",
+        );
         assert_eq!(steps.len(), 12, "{steps:#?}\n{log}");
-        for group in ["-cp-", "-platform-"] {
-            let of_group: Vec<&String> = steps.iter().filter(|s| s.contains(group)).collect();
-            for pair in of_group.chunks(2) {
-                let node = pair[0].strip_prefix("down ").expect("goes down first");
-                assert_eq!(*pair[1], format!("up {node}"), "{steps:#?}");
-            }
-        }
+        assert_one_at_a_time(&steps, &["-cp-", "-platform-"]);
         assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
-        let cp_type = ["-var", "control_plane_server_type=cx33"];
-        let plan = |ws: &Workspace| {
-            let out = ws.terraform(&["plan", "-detailed-exitcode", cp_type[0], cp_type[1]]);
-            (out.status.code().unwrap_or(-1), out)
-        };
-        let (code, out) = plan(&ws);
+        let (code, out) = plan_exit_code(&ws, &cp_type);
         assert_eq!(code, 0, "plan after resizing\n{out}");
 
         // Drift: a server resized in the Hetzner Console is resized back.
         let general_1 = server_id(&sim, "noreturn-general-1");
         sim.modify(|w| w.servers.get_mut(&general_1).unwrap().server_type = "cx33".into());
-        let (code, out) = plan(&ws);
+        let (code, out) = plan_exit_code(&ws, &cp_type);
         assert_eq!(code, 2, "{out}");
-        let words = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = unwrapped(&out.stdout);
         assert!(
             words.contains(r#"~ server_type = "cx33" -> "cx23""#),
             "{out}"
         );
-        ws.terraform(&["apply", "-auto-approve", cp_type[0], cp_type[1]])
+        ws.terraform(&[&["apply", "-auto-approve"], &cp_type[..]].concat())
             .expect_success("resize back");
         assert_eq!(server_types(&sim)["noreturn-general-1"], "cx23");
-        let (code, out) = plan(&ws);
+        let (code, out) = plan_exit_code(&ws, &cp_type);
         assert_eq!(code, 0, "plan after resizing back\n{out}");
 
         // Disks do not shrink: the platform servers keep their 80 GB, which
@@ -939,9 +916,9 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
             &pools(3).replace(r#"sku = "cx33""#, r#"sku = "cx23""#),
         );
         let out = ws
-            .terraform(&["apply", "-auto-approve", cp_type[0], cp_type[1]])
+            .terraform(&[&["apply", "-auto-approve"], &cp_type[..]].concat())
             .expect_failure("a type with a smaller disk");
-        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = unwrapped(&out.stderr);
         assert!(words.contains("Server type too small"), "{out}");
         assert!(words.contains("Hetzner cannot shrink disks"), "{out}");
         sim.inspect(|w| {
@@ -995,7 +972,7 @@ async fn the_provider_killed_mid_apply_then_apply_again_converges() {
             expected_names(3),
             "no orphans, no duplicates"
         );
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "{out}");
         ws.terraform(&["destroy", "-auto-approve"])
             .expect_success("destroy");

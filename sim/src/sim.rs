@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::app::{AppState, Shared, lock};
 use crate::clock::Timestamp;
-use crate::durations::Durations;
+use crate::durations::{Durations, Profile};
 use crate::events::SimEvent;
 use crate::faults::{ActionFailure, FaultSpec, RouteFaults};
 use crate::persist::{self, PersistError};
@@ -46,6 +46,18 @@ pub struct SimOptions {
     pub faults: Vec<FaultSpec>,
     /// Seed for the randomness of probabilistic faults.
     pub fault_seed: Option<u64>,
+}
+
+impl SimOptions {
+    /// What tests start: the seeded network and Talos snapshots, with actions
+    /// that finish in moments.
+    pub fn seeded_fast() -> Self {
+        Self {
+            seed: true,
+            durations: Durations::new(Profile::Fast),
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for SimOptions {

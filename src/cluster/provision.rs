@@ -99,6 +99,10 @@ impl Recorder {
         let nodes = self.0.lock().unwrap_or_else(|e| e.into_inner());
         nodes.values().cloned().collect()
     }
+
+    fn node(&self, name: &str) -> Option<NodeRecord> {
+        self.nodes().into_iter().find(|n| n.name == name)
+    }
 }
 
 /// Everything a group operation needs.
@@ -245,27 +249,22 @@ impl Group<'_> {
         }
         // A new server type: one node at a time, each back in service before
         // the next goes down.
-        for d in &desired {
-            let node = self
-                .recorder
-                .nodes()
-                .into_iter()
-                .find(|n| n.name == d.slot.name);
-            if let Some(server) = existing.get(&d.slot.name)
-                && server.server_type.name != self.spec.server_type
-                && let Some(node) = node
-            {
-                self.change_server_type(server, &node).await?;
+        let resizing: Vec<&Server> = desired
+            .iter()
+            .filter_map(|d| existing.get(&d.slot.name))
+            .filter(|s| s.server_type.name != self.spec.server_type)
+            .collect();
+        if !resizing.is_empty() {
+            self.check_disks_fit(&resizing).await?;
+            for server in resizing {
+                if let Some(node) = self.recorder.node(&server.name) {
+                    self.change_server_type(server, &node).await?;
+                }
             }
         }
         // One node at a time, so a bad config never takes down more than one.
         for d in &desired {
-            let recorded = self
-                .recorder
-                .nodes()
-                .into_iter()
-                .find(|n| n.name == d.slot.name);
-            if let Some(node) = recorded
+            if let Some(node) = self.recorder.node(&d.slot.name)
                 && node.config_sha256.as_deref() != Some(d.sha256.as_str())
             {
                 // A new talos_version changes every config (its installer
@@ -389,6 +388,34 @@ impl Group<'_> {
         )
     }
 
+    /// Disks cannot shrink: refuses the group's server type before any of
+    /// `servers` goes down if its disk is smaller than one of theirs.
+    async fn check_disks_fit(&self, servers: &[&Server]) -> Result<(), ClusterError> {
+        let wanted = self.spec.server_type.as_str();
+        let Some(target) = self
+            .client
+            .server_type(wanted)
+            .await
+            .map_err(ClusterError::hcloud(format!(
+                "reading server type {wanted}"
+            )))?
+        else {
+            return Ok(());
+        };
+        match servers.iter().find(|s| s.primary_disk_size > target.disk) {
+            None => Ok(()),
+            Some(server) => Err(ClusterError::Refused {
+                summary: "Server type too small",
+                detail: format!(
+                    "{} cannot become {wanted}: its disk is {} GB and {wanted} has {} GB, and \
+                     Hetzner cannot shrink disks. Nothing was changed. Pick a server type with \
+                     at least {} GB of disk.",
+                    server.name, server.primary_disk_size, target.disk, server.primary_disk_size
+                ),
+            }),
+        }
+    }
+
     /// Moves a node to the group's server type and keeps its server (id, IP,
     /// disk): ACPI shutdown, `change_type` with the disk left at its size
     /// (Hetzner starts the server again afterwards), then back in service.
@@ -400,26 +427,6 @@ impl Group<'_> {
     ) -> Result<(), ClusterError> {
         let (client, name) = (self.client, server.name.as_str());
         let wanted = self.spec.server_type.as_str();
-        // Disks cannot shrink: refuse before the node goes down.
-        let target = client
-            .server_type(wanted)
-            .await
-            .map_err(ClusterError::hcloud(format!(
-                "reading server type {wanted}"
-            )))?;
-        if let Some(target) = &target
-            && target.disk < server.primary_disk_size
-        {
-            return Err(ClusterError::Refused {
-                summary: "Server type too small",
-                detail: format!(
-                    "{name} cannot become {wanted}: its disk is {} GB and {wanted} has {} GB, \
-                     and Hetzner cannot shrink disks. Nothing was changed. Pick a server type \
-                     with at least {} GB of disk.",
-                    server.primary_disk_size, target.disk, server.primary_disk_size
-                ),
-            });
-        }
         info!(node = name, from = %server.server_type.name, to = wanted, "changing the server type");
         client
             .shut_down(server.id, name, self.deadline.left())

@@ -27,18 +27,10 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
         group.deadline,
         &node.name,
         "checking the Talos release",
-        || {
-            async {
-                match TalosClient::connect(&address, group.trust).await {
-                    Ok(mut client) => Ok(Some(client.version().await?.tag)),
-                    // No config yet: applying one installs the config's release.
-                    Err(TalosError::Maintenance { .. }) => Ok(None),
-                    Err(e) => Err(e.into()),
-                }
-            }
-        },
+        || release(group, &address),
     )
     .await?;
+    // No config yet: applying one installs the config's release.
     let Some(running) = running else {
         return Ok(false);
     };
@@ -86,10 +78,10 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
         &node.name,
         &format!("waiting for Talos {target} after the upgrade"),
         || async {
-            let now = release(group, &address).await?;
-            match now.parse::<TalosVersion>() {
-                Ok(now) if now == target => Ok(()),
-                _ => Err(Retry::Again(format!("still runs {now}"))),
+            match release(group, &address).await? {
+                Some(now) if now.parse::<TalosVersion>().is_ok_and(|now| now == target) => Ok(()),
+                Some(now) => Err(Retry::Again(format!("still runs {now}"))),
+                None => Err(Retry::Again("in maintenance mode".into())),
             }
         },
     )
@@ -99,8 +91,11 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
     Ok(true)
 }
 
-/// The release the node runs (its Version tag).
-async fn release(group: &Group<'_>, address: &NodeAddress) -> Result<String, Retry> {
-    let mut client = TalosClient::connect(address, group.trust).await?;
-    Ok(client.version().await?.tag)
+/// The release the node runs (its Version tag); None in maintenance mode.
+async fn release(group: &Group<'_>, address: &NodeAddress) -> Result<Option<String>, Retry> {
+    match TalosClient::connect(address, group.trust).await {
+        Ok(mut client) => Ok(Some(client.version().await?.tag)),
+        Err(TalosError::Maintenance { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }

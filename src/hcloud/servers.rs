@@ -9,14 +9,14 @@ use serde_json::json;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-/// How long a server gets to stop after an ACPI shutdown before its power
-/// is cut.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(120);
-
 use super::client::{Client, Retry};
 use super::error::{HcloudError, Missing};
 use super::labels::LabelSelector;
 use super::models::{Action, Image, Labels, PrivateNet, Server};
+
+/// How long a server gets to stop after an ACPI shutdown before its power
+/// is cut.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(120);
 
 /// What to create: a server with no public IPs, attached to one network.
 #[derive(Debug, Clone)]

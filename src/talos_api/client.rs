@@ -10,7 +10,7 @@ use hyper_util::rt::TokioIo;
 use tokio_rustls::TlsConnector;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Request, Status};
+use tonic::{Code, Request, Status, Streaming};
 
 use super::error::TalosError;
 use super::socks5;
@@ -283,20 +283,13 @@ impl TalosClient {
 
     /// The admin kubeconfig: Talos streams a tar.gz holding one file.
     pub async fn kubeconfig(&mut self) -> Result<Vec<u8>, TalosError> {
-        let mut stream = self
+        let stream = self
             .inner
             .kubeconfig(self.request(()))
             .await
             .map_err(|s| self.rejected("Kubeconfig", s))?
             .into_inner();
-        let mut archive = Vec::new();
-        while let Some(chunk) = stream
-            .message()
-            .await
-            .map_err(|s| self.rejected("Kubeconfig", s))?
-        {
-            archive.extend_from_slice(&chunk.bytes);
-        }
+        let archive = self.collect("Kubeconfig", stream).await?;
         let mut entries = tar::Archive::new(flate2::read::GzDecoder::new(archive.as_slice()));
         let mut files = entries
             .entries()
@@ -322,19 +315,24 @@ impl TalosClient {
         let request = pb::ReadRequest {
             path: path.to_string(),
         };
-        let mut stream = self
+        let stream = self
             .inner
             .read(self.request(request))
             .await
             .map_err(|s| self.rejected("Read", s))?
             .into_inner();
+        self.collect("Read", stream).await
+    }
+
+    /// The bytes of a streamed answer, chunk after chunk.
+    async fn collect(
+        &self,
+        call: &'static str,
+        mut stream: Streaming<pb::Data>,
+    ) -> Result<Vec<u8>, TalosError> {
         let mut bytes = Vec::new();
-        while let Some(chunk) = stream
-            .message()
-            .await
-            .map_err(|s| self.rejected("Read", s))?
-        {
-            self.check_metadata("Read", chunk.metadata.as_ref())?;
+        while let Some(chunk) = stream.message().await.map_err(|s| self.rejected(call, s))? {
+            self.check_metadata(call, chunk.metadata.as_ref())?;
             bytes.extend_from_slice(&chunk.bytes);
         }
         Ok(bytes)

@@ -5,17 +5,11 @@ use std::time::Duration;
 
 use hct::hcloud::{Client, ClientConfig, FirstPoll};
 use hct::provider::config::Secret;
-use hct_sim::{Durations, Profile, Sim, SimHandle, SimOptions};
+use hct_sim::{Sim, SimHandle, SimOptions};
 
 /// The seeded emulator ("the private network", Talos snapshots) with fast actions.
 pub async fn start() -> SimHandle {
-    Sim::start(SimOptions {
-        seed: true,
-        durations: Durations::new(Profile::Fast),
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap()
+    Sim::start(SimOptions::seeded_fast()).await.unwrap()
 }
 
 /// hct's client for `sim`, polling at once (the sim is much faster than Hetzner).

@@ -2,19 +2,13 @@
 //! actions, calls to its API, and its Talos snapshot.
 #![allow(dead_code)] // each test file uses its own part
 
-use hct_sim::{Durations, Id, Profile, Sim, SimHandle, SimOptions};
+use hct_sim::{Id, Sim, SimHandle, SimOptions};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
 pub async fn sim() -> SimHandle {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    Sim::start(SimOptions {
-        seed: true,
-        durations: Durations::new(Profile::Fast),
-        ..SimOptions::default()
-    })
-    .await
-    .unwrap()
+    Sim::start(SimOptions::seeded_fast()).await.unwrap()
 }
 
 pub async fn call(
