@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use hct::hcloud::{Client, ClientConfig, FirstPoll, PrivateServer};
-use hct::provider::config::Secret;
+use hct::secret::Secret;
 use hct_sim::{Profile, Sim, SimOptions};
 
 fn spec(network: i64, n: u32) -> PrivateServer {

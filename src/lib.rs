@@ -17,18 +17,16 @@
 //! - `docs`: the registry docs, generated from the schemas.
 
 pub mod cluster;
-pub mod data_sources;
 pub mod der;
 pub mod docs;
 pub mod duration;
 pub mod hcloud;
 pub mod logging;
+pub mod net;
 pub mod network_plan;
 pub mod protocol;
 pub mod provider;
 pub mod resources;
+pub mod secret;
 pub mod talos;
-pub mod talos_api;
-pub mod talos_image;
-pub mod talos_release;
 pub mod tf;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use hct::protocol::serve::{self, Mode};
-use hct::provider::{Provider, VERSION};
+use hct::provider::VERSION;
 
 const USAGE: &str = "usage: terraform-provider-hct [--debug | --version | docs [--check]]";
 
@@ -51,7 +51,7 @@ fn run(mode: Mode) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve::serve(Arc::new(Provider::hct()), mode)) {
+    match runtime.block_on(serve::serve(Arc::new(hct::resources::provider()), mode)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -64,7 +64,7 @@ fn run(mode: Mode) -> ExitCode {
 /// Generates (or checks) `docs/` from the repository root.
 fn docs(check: bool) -> ExitCode {
     let root = std::env::current_dir().unwrap_or_default();
-    match hct::docs::write_or_check(&Provider::hct(), &root, check) {
+    match hct::docs::write_or_check(&hct::resources::provider(), &root, check) {
         Ok(stale) if check && !stale.is_empty() => {
             eprintln!("docs are stale: {stale:?}\nrun `cargo run -- docs` and commit the result");
             ExitCode::FAILURE

@@ -11,12 +11,12 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
-use hct::provider::config::Secret;
+use hct::secret::Secret;
 use hct::talos::Secrets;
+use hct::talos::api::{AdminCredentials, ApplyMode, NodeAddress, TalosClient, Trust};
 use hct::talos::client_config::{
     admin_kubeconfig_at, client_certificate_expiry, talos_api_credentials, talosconfig_at,
 };
-use hct::talos_api::{AdminCredentials, ApplyMode, NodeAddress, TalosClient, Trust};
 use hct_sim::resources::servers::ServerStatus;
 use hct_sim::{FaultSpec, SimHandle};
 use serde_json::json;

@@ -1,13 +1,12 @@
 //! The registry docs in `docs/` are generated from the schemas and examples;
 //! this fails when someone changed one without regenerating them.
 
-use hct::provider::Provider;
 use std::path::Path;
 
 #[test]
 fn docs_match_the_schemas() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let stale = hct::docs::write_or_check(&Provider::hct(), root, true).unwrap();
+    let stale = hct::docs::write_or_check(&hct::resources::provider(), root, true).unwrap();
     assert!(
         stale.is_empty(),
         "docs/ is stale for {stale:?}: run `cargo run -- docs` and commit the result"
@@ -16,7 +15,7 @@ fn docs_match_the_schemas() {
 
 #[test]
 fn every_attribute_is_documented() {
-    let provider = Provider::hct();
+    let provider = hct::resources::provider();
     let mut schemas = vec![("provider".to_string(), provider.schema())];
     schemas.extend(
         provider

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hct::hcloud::models::Labels;
 use hct::hcloud::{Client, ClientConfig, FirstPoll, HcloudError, LabelSelector, PrivateServer};
-use hct::provider::config::Secret;
+use hct::secret::Secret;
 use hct_sim::{FaultSpec, SimHandle};
 use support::sim::{client, seeded_network, start as sim};
 

@@ -19,11 +19,11 @@ use std::time::Duration;
 use base64::Engine;
 use hct::hcloud::PrivateServer;
 use hct::network_plan::{self, NetworkPlan, NetworkPlanInput, NodeGroupInput};
-use hct::provider::config::Secret;
-use hct::talos::{NodeConfigInput, Role, Secrets};
-use hct::talos_api::{
+use hct::secret::Secret;
+use hct::talos::api::{
     AdminCredentials, ApplyMode, Bootstrapped, NodeAddress, TalosClient, TalosError, Trust,
 };
+use hct::talos::{NodeConfigInput, Role, Secrets};
 use hct_sim::talos::sample::{ClientCertificate, SampleCluster, SampleNetwork, SampleNode};
 use hct_sim::{Id, SimHandle};
 use support::sim::{client as hcloud, start as sim};

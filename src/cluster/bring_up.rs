@@ -12,8 +12,8 @@ use super::kube_api;
 use super::provision::{Group, NodeRecord};
 use super::wait::{self, Retry};
 use crate::talos::Role;
+use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
 use crate::talos::client_config::ApiCredentials;
-use crate::talos_api::{Bootstrapped, TalosClient, TalosError};
 
 /// Waits until the control plane is up; bootstraps etcd on the first node.
 pub async fn control_plane(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), ClusterError> {

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use crate::duration;
 use crate::hcloud::HcloudError;
+use crate::talos::api::TalosError;
 use crate::talos::config::ConfigError;
-use crate::talos_api::TalosError;
 use crate::tf::Diagnostic;
 
 #[derive(Debug, thiserror::Error)]

@@ -11,12 +11,12 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsConnector;
 
-use crate::provider::config::Secret;
+use crate::net::socks5;
+use crate::network_plan::KUBE_API_PORT;
+use crate::secret::Secret;
+use crate::talos::api::{AdminCredentials, Trust, tls};
 use crate::talos::client_config::ApiCredentials;
-use crate::talos_api::{AdminCredentials, Trust, socks5, tls};
 
-/// The API server's port on the control planes.
-pub const KUBE_API_PORT: u16 = 6443;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Enough of an answer to read its status and reason.
 const MAX_ANSWER: u64 = 64 * 1024;

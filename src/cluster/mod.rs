@@ -5,7 +5,7 @@
 //! Where things live:
 //! - `naming`: server and placement-group names, and the labels that mark
 //!   what hct owns (how reruns adopt instead of duplicating).
-//! - `layout`: which nodes a group should have, from the network plan.
+//! - `slots`: which nodes a group should have, from the network plan.
 //! - `settings`: the cluster-wide inputs every node's config is made from,
 //!   and the worker-join bundle that carries them to worker pools.
 //! - `preflight`: checks against Hetzner before anything is created.
@@ -21,16 +21,16 @@
 pub mod bring_up;
 pub mod error;
 pub mod kube_api;
-pub mod layout;
 pub mod naming;
 pub mod preflight;
 pub mod provision;
 pub mod running_config;
 pub mod settings;
+pub mod slots;
 pub mod upgrade;
 pub mod wait;
 
 pub use error::ClusterError;
-pub use layout::NodeSlot;
 pub use provision::{GroupSpec, NodeRecord, Recorder};
 pub use settings::{ClusterSettings, ConfigDelivery, WorkerJoin};
+pub use slots::NodeSlot;

@@ -18,8 +18,6 @@ pub const ROLE: &str = "role";
 /// differs comes from a run whose secrets were lost (killed before
 /// Terraform saved state): it can never join, so it is replaced.
 pub const SECRETS: &str = "talos-ca";
-/// The group name of the control plane (worker pools may not take it).
-pub const CONTROL_PLANE_GROUP: &str = "cp";
 
 /// Label keys hct sets itself; users may not set them in `server_labels`.
 pub const RESERVED_LABELS: [&str; 5] = [MANAGED_BY, CLUSTER, POOL, ROLE, SECRETS];

@@ -4,11 +4,8 @@
 
 use crate::hcloud::Client;
 use crate::hcloud::models::Network;
-use crate::network_plan::NetworkPlan;
+use crate::network_plan::{MAX_SERVERS_PER_NETWORK, NetworkPlan};
 use crate::tf::{AttrPath, Diagnostic, Diagnostics};
-
-/// Servers Hetzner allows in one network.
-pub const MAX_SERVERS_PER_NETWORK: usize = 100;
 
 /// What to check, and where in the configuration each input came from.
 pub struct Preflight<'a> {
@@ -247,7 +244,7 @@ impl Preflight<'_> {
             );
         }
         let servers = network.servers.len() + self.new_servers;
-        if servers > MAX_SERVERS_PER_NETWORK {
+        if servers > MAX_SERVERS_PER_NETWORK as usize {
             found.push(
                 Diagnostic::error(
                     "Too many servers for one network",

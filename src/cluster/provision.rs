@@ -13,15 +13,16 @@ use futures_util::future::join_all;
 use tracing::{info, warn};
 
 use super::ClusterError;
-use super::layout::{self, NodeSlot};
 use super::naming;
 use super::settings::{ClusterSettings, ConfigDelivery, NodeTraits, config_sha256};
+use super::slots::{self, NodeSlot};
 use super::wait::{self, Deadline, Retry};
 use super::{bring_up, upgrade};
 use crate::hcloud::models::{Labels, Server};
 use crate::hcloud::{Client, PrivateServer};
+use crate::network_plan::MAX_SERVERS_PER_NETWORK;
+use crate::talos::api::{ApplyMode, NodeAddress, TalosClient, TalosError, Trust};
 use crate::talos::{MachineConfig, Role};
-use crate::talos_api::{ApplyMode, NodeAddress, TalosClient, TalosError, Trust};
 
 /// How long a node may take to leave the cluster gracefully before its
 /// server is deleted anyway (an unreachable node must not block scale-down).
@@ -207,7 +208,7 @@ impl Group<'_> {
 
         self.remove_surplus(&desired, &mut existing).await?;
         let groups = self
-            .ensure_placement_groups(layout::placement_groups_for(slots.len() as u32))
+            .ensure_placement_groups(slots::placement_groups_for(slots.len() as u32))
             .await?;
 
         // Missing servers, and servers of ours a killed run left behind
@@ -277,7 +278,7 @@ impl Group<'_> {
         }
         self.remove_spare_placement_groups(
             &groups,
-            layout::placement_groups_for(slots.len() as u32),
+            slots::placement_groups_for(slots.len() as u32),
         )
         .await?;
         Ok(created_names)
@@ -585,7 +586,7 @@ impl Group<'_> {
         Ok(groups
             .into_iter()
             .filter_map(|g| {
-                let k = (1..=groups_limit()).find(|k| {
+                let k = (1..=slots::placement_groups_for(MAX_SERVERS_PER_NETWORK)).find(|k| {
                     naming::placement_group_name(self.cluster(), self.group(), *k) == g.name
                 })?;
                 Some((k, g.id))
@@ -637,9 +638,4 @@ impl Group<'_> {
     pub async fn placement_group_ids(&self) -> Result<Vec<i64>, ClusterError> {
         Ok(self.placement_groups().await?.into_values().collect())
     }
-}
-
-/// Placement group numbers hct looks for (a group of 1000 nodes).
-fn groups_limit() -> u32 {
-    100
 }

@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::provision::NodeRecord;
+use crate::talos::api::{NodeAddress, TalosClient, TalosError, Trust};
 use crate::talos::config::config_sha256;
-use crate::talos_api::{NodeAddress, TalosClient, TalosError, Trust};
 
 /// How long a refresh waits for one node before it keeps the recorded hash:
 /// short, because a plan run outside the private network (no talos_proxy)

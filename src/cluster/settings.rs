@@ -9,11 +9,11 @@ use sha2::{Digest, Sha256};
 
 use super::ClusterError;
 use crate::network_plan::NetworkPlan;
-use crate::provider::config::Secret;
+use crate::secret::Secret;
+use crate::talos::api::{AdminCredentials, Trust};
 use crate::talos::client_config::{self, ApiCredentials};
 use crate::talos::config::ConfigError;
 use crate::talos::{MachineConfig, NodeConfigInput, Role, Secrets};
-use crate::talos_api::{AdminCredentials, Trust};
 
 /// How long the certificate hct uses for its own Talos API calls lasts:
 /// longer than any apply, short enough not to matter if it leaked.

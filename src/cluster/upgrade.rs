@@ -9,9 +9,9 @@ use super::ClusterError;
 use super::bring_up;
 use super::provision::{Group, NodeRecord};
 use super::wait::{self, Retry};
+use crate::talos::api::{NodeAddress, TalosClient, TalosError};
 use crate::talos::config::{TalosVersion, installer_image_for};
-use crate::talos_api::{NodeAddress, TalosClient, TalosError};
-use crate::talos_release;
+use crate::talos::release;
 
 /// Brings `node` to the group's Talos release if it runs another one.
 /// Returns whether it upgraded the node. A node on a newer release is an
@@ -40,9 +40,9 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
         Ok(running) if running == target => return Ok(false),
         Ok(running) => target.is_newer_than(&running),
         // A release outside hct's config contracts, e.g. v1.10.x.
-        Err(_) => talos_release::TalosVersion::parse(&running)
+        Err(_) => release::TalosVersion::parse(&running)
             .ok()
-            .zip(talos_release::TalosVersion::parse(&target.to_string()).ok())
+            .zip(release::TalosVersion::parse(&target.to_string()).ok())
             .is_some_and(|(running, target)| running < target),
     };
     if !older {

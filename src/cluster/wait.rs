@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::ClusterError;
-use crate::talos_api::TalosError;
+use crate::talos::api::TalosError;
 
 /// The first retry comes quickly; later ones back off to this.
 const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(2);

@@ -7,18 +7,17 @@
 //! (what this client observed, else Hetzner's typical duration), and then as
 //! its reported progress suggests, between the poll interval and a few seconds.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use reqwest::Method;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info};
 
 use super::client::{Client, FirstPoll, Retry};
 use super::error::HcloudError;
 use super::models::Action;
+use super::watcher::{Outcome, Pending};
 
 /// Hetzner's limit on ids per `GET /actions`.
 const BATCH: usize = 25;
@@ -48,37 +47,6 @@ fn typical_duration(command: &str) -> Option<Duration> {
 #[derive(serde::Deserialize)]
 struct ActionList {
     actions: Vec<Action>,
-}
-
-type Outcome = Result<Action, HcloudError>;
-
-/// The actions being waited for, shared by every clone of a client.
-#[derive(Default)]
-pub(crate) struct Watcher {
-    state: Mutex<WatchState>,
-    changed: Notify,
-}
-
-#[derive(Default)]
-struct WatchState {
-    pending: HashMap<i64, Pending>,
-    /// Whether a poller task runs; changed only under the lock, together
-    /// with `pending`, so a new wait never misses a poller that is exiting.
-    poller_running: bool,
-}
-
-struct Pending {
-    command: String,
-    since: Instant,
-    due: Instant,
-    progress: i64,
-    waiters: Vec<oneshot::Sender<Outcome>>,
-}
-
-impl Watcher {
-    fn lock(&self) -> std::sync::MutexGuard<'_, WatchState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 impl Client {

@@ -12,11 +12,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 use url::Url;
 
-use super::actions::Watcher;
 use super::error::{ApiError, HcloudError};
 use super::models::Pagination;
 use super::ratelimit::RateBudget;
-use crate::provider::config::Secret;
+use super::watcher::Watcher;
+use crate::secret::Secret;
 
 /// Hetzner's largest page.
 const PER_PAGE: usize = 50;

@@ -10,6 +10,7 @@ pub mod error;
 pub mod labels;
 pub mod models;
 mod ratelimit;
+mod watcher;
 
 mod catalog;
 mod images;

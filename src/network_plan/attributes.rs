@@ -11,7 +11,7 @@ use ipnet::Ipv4Net;
 use super::cidr::{self, CidrError};
 use super::hetzner;
 use super::input::{GroupRef, NetworkPlanInput, NodeGroupInput, attr};
-use super::plan::CONTROL_PLANE_GROUP;
+use super::names::CONTROL_PLANE_GROUP;
 use crate::tf::diagnostics::{AttrPath, Diagnostic, Diagnostics};
 
 /// Per-node pod ranges longer than /28 (16 addresses) cannot even hold a

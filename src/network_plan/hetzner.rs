@@ -7,10 +7,10 @@ use ipnet::Ipv4Net;
 use super::cidr;
 
 /// Hetzner attaches at most this many servers to one network.
-pub(crate) const MAX_SERVERS_PER_NETWORK: u32 = 100;
+pub const MAX_SERVERS_PER_NETWORK: u32 = 100;
 
 /// A spread placement group holds at most this many servers.
-pub(crate) const MAX_SERVERS_PER_PLACEMENT_GROUP: u32 = 10;
+pub const MAX_SERVERS_PER_PLACEMENT_GROUP: u32 = 10;
 
 /// Hetzner's smallest network is a /24.
 pub(crate) const LONGEST_NETWORK_PREFIX: u8 = 24;
@@ -41,7 +41,7 @@ pub(crate) fn is_private(net: Ipv4Net) -> bool {
 }
 
 /// Spread placement groups needed for `nodes` servers.
-pub(crate) fn placement_groups_for(nodes: u32) -> u32 {
+pub fn placement_groups_for(nodes: u32) -> u32 {
     nodes.div_ceil(MAX_SERVERS_PER_PLACEMENT_GROUP)
 }
 

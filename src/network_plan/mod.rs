@@ -13,6 +13,7 @@
 //! - `values`: Helm values for Cilium and the Hetzner CCM.
 //! - `document`: the plan as a JSON document, and its id.
 //! - `hetzner`: Hetzner's rules and limits; the gateway (`hetzner::gateway`).
+//! - `names`: the control plane's group name and the Kubernetes API port.
 //! - `nodes`: which IP each node gets (host `i + 1` of its group's CIDR).
 //! - `cidr`: IPv4 range arithmetic.
 
@@ -23,6 +24,7 @@ mod document;
 mod hetzner;
 mod input;
 mod layout;
+mod names;
 mod nodes;
 mod plan;
 mod values;
@@ -30,7 +32,9 @@ mod values;
 #[cfg(test)]
 mod tests;
 
+pub use hetzner::{MAX_SERVERS_PER_NETWORK, MAX_SERVERS_PER_PLACEMENT_GROUP, placement_groups_for};
 pub use input::{NetworkPlanInput, NodeGroupInput};
+pub use names::{CONTROL_PLANE_GROUP, KUBE_API_PORT};
 pub use plan::{NetworkPlan, NodeGroup};
 
 use crate::tf::diagnostics::{Diagnostic, Diagnostics};

@@ -7,14 +7,8 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::attributes::Checked;
+use super::names::{CONTROL_PLANE_GROUP, KUBE_API_PORT};
 use super::{capacity, hetzner, nodes};
-
-/// The Kubernetes API server's port on the control-plane nodes.
-pub(crate) const KUBE_API_PORT: u16 = 6443;
-
-/// The control plane's name in server names (`<cluster>-cp-<n>`) and
-/// placement groups; no worker pool may take it.
-pub(crate) const CONTROL_PLANE_GROUP: &str = "cp";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetworkPlan {

@@ -1,38 +1,17 @@
 //! The `provider "hct"` block: how to reach the Hetzner Cloud API and the
 //! nodes' private IPs.
 
-use std::fmt;
 use std::time::Duration;
 
 use url::Url;
 
 use crate::duration;
 use crate::hcloud::FirstPoll;
+pub use crate::secret::Secret;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Schema, Type, Value};
 
 pub const DEFAULT_HCLOUD_ENDPOINT: &str = "https://api.hetzner.cloud/v1";
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
-
-/// A secret string (API token, key): never printed, never logged.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself, for the one place that must send it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
 
 /// The resolved provider configuration.
 #[derive(Debug, Clone)]

@@ -1,10 +1,12 @@
 //! The hct provider: its configuration and the resources and data sources it
 //! serves. The protocol layer (`crate::protocol`) turns Terraform's RPCs into
-//! calls on the traits here, so resource code never sees the wire.
+//! calls on the traits here, so resource code never sees the wire. Which
+//! resources hct serves is `crate::resources::provider`'s list.
 
 pub mod config;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
@@ -52,6 +54,35 @@ impl Context {
                  the provider \"hct\" block or export HCLOUD_TOKEN (a read & write API token of \
                  the project).",
             )
+        })
+    }
+}
+
+impl Context {
+    /// The SOCKS5 proxy into the private network (`talos_proxy`), resolved
+    /// to an address; None when hct dials the nodes directly. The one place
+    /// the setting is read: the Talos API, the Kubernetes API probe and the
+    /// image builder's SSH all dial through what this returns.
+    pub async fn talos_proxy(&self) -> Result<Option<SocketAddr>, Diagnostic> {
+        let config = self.require_config()?;
+        let Some(url) = &config.talos_proxy else {
+            return Ok(None);
+        };
+        let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']);
+        let port = url.port().unwrap_or(1080);
+        let mut addresses = tokio::net::lookup_host((host, port)).await.map_err(|e| {
+            Diagnostic::error(
+                "Cannot resolve talos_proxy",
+                format!("{host}:{port}: {e}. Check talos_proxy (or HCT_TALOS_PROXY)."),
+            )
+            .at(AttrPath::attr("talos_proxy"))
+        })?;
+        addresses.next().map(Some).ok_or_else(|| {
+            Diagnostic::error(
+                "Cannot resolve talos_proxy",
+                format!("{host}:{port} has no address. Check talos_proxy (or HCT_TALOS_PROXY)."),
+            )
+            .at(AttrPath::attr("talos_proxy"))
         })
     }
 }
@@ -167,24 +198,6 @@ impl Provider {
             hcloud: RwLock::new(None),
             stop: Mutex::new(CancellationToken::new()),
         }
-    }
-
-    /// hct as shipped.
-    pub fn hct() -> Self {
-        use crate::data_sources::{
-            network_plan::NetworkPlanDataSource, talos_image::TalosImageDataSource,
-        };
-        Self::new(
-            vec![
-                Arc::new(NetworkPlanDataSource),
-                Arc::new(TalosImageDataSource),
-            ],
-            vec![
-                Arc::new(crate::resources::cluster::ClusterResource),
-                Arc::new(crate::resources::worker_pool::WorkerPoolResource),
-                Arc::new(crate::resources::talos_image::TalosImageResource),
-            ],
-        )
     }
 
     pub fn schema(&self) -> Schema {

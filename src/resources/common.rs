@@ -2,7 +2,6 @@
 //! `timeouts`, label maps, and reaching the nodes.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::cluster::NodeRecord;
@@ -122,7 +121,7 @@ pub async fn refresh_running_configs(
         Ok(trust) => trust,
         Err(e) => return Some(not_checked(format!("any node ({e})"))),
     };
-    let proxy = match talos_proxy(ctx).await {
+    let proxy = match ctx.talos_proxy().await {
         Ok(proxy) => proxy,
         Err(d) => return Some(not_checked(format!("any node ({})", d.summary))),
     };
@@ -322,24 +321,6 @@ fn is_label_key(key: &str) -> bool {
         }
         None => is_label_name(key),
     }
-}
-
-/// The SOCKS5 proxy into the private network, resolved.
-pub async fn talos_proxy(ctx: &Context) -> Result<Option<SocketAddr>, Diagnostic> {
-    let config = ctx.require_config()?;
-    let Some(url) = &config.talos_proxy else {
-        return Ok(None);
-    };
-    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']);
-    let port = url.port().unwrap_or(1080);
-    let mut addresses = tokio::net::lookup_host((host, port)).await.map_err(|e| {
-        Diagnostic::error(
-            "Cannot resolve talos_proxy",
-            format!("{host}:{port}: {e}. Check talos_proxy (or HCT_TALOS_PROXY)."),
-        )
-        .at(AttrPath::attr("talos_proxy"))
-    })?;
-    Ok(addresses.next())
 }
 
 /// A Terraform number attribute as i64 (ids).

@@ -1,5 +1,33 @@
-//! Terraform managed resources, one module each.
+//! The Terraform data sources and managed resources hct serves, one module
+//! each, and the list of them ([`provider`]).
+//!
+//! - `network_plan`: `data "hct_network_plan"` (the address plan, no I/O).
+//! - `talos_image`: `resource` and `data "hct_talos_image"`.
+//! - `cluster`: `resource "hct_cluster"` (the control plane).
+//! - `worker_pool`: `resource "hct_worker_pool"`.
+//! - `common`: what the cluster and pool resources share.
+
 pub mod cluster;
 pub mod common;
+pub mod network_plan;
 pub mod talos_image;
 pub mod worker_pool;
+
+use std::sync::Arc;
+
+use crate::provider::Provider;
+
+/// hct as shipped: every data source and resource.
+pub fn provider() -> Provider {
+    Provider::new(
+        vec![
+            Arc::new(network_plan::NetworkPlanDataSource),
+            Arc::new(talos_image::data_source::TalosImageDataSource),
+        ],
+        vec![
+            Arc::new(cluster::ClusterResource),
+            Arc::new(worker_pool::WorkerPoolResource),
+            Arc::new(talos_image::TalosImageResource),
+        ],
+    )
+}

@@ -11,12 +11,13 @@ use async_trait::async_trait;
 use tracing::info;
 
 use crate::cluster::bring_up;
-use crate::cluster::layout;
-use crate::cluster::naming::{self, CONTROL_PLANE_GROUP};
+use crate::cluster::naming;
 use crate::cluster::preflight::{self, Paths, Preflight};
 use crate::cluster::provision::{Group, GroupSpec, Recorder};
 use crate::cluster::settings::{ClusterSettings, NodeTraits, WorkerJoin, config_sha256};
+use crate::cluster::slots;
 use crate::cluster::wait::Deadline;
+use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::common::{
     self, NODE_LIST_DESCRIPTION, drifted_labels, drifted_server_type, failed, imported_nodes,
@@ -223,7 +224,7 @@ impl Resource for WorkerPoolResource {
             plan.diagnostics.push(not_in_plan(&pool, &settings));
             return plan;
         };
-        let slots = layout::slots(&settings.cluster_name, &pool, pool_plan);
+        let slots = slots::of(&settings.cluster_name, &pool, pool_plan);
         let spec = group_spec(planned);
         let known = [
             "name",
@@ -274,9 +275,7 @@ impl Resource for WorkerPoolResource {
         let groups_same = prior
             .get("placement_group_ids")
             .as_list()
-            .is_some_and(|ids| {
-                ids.len() as u32 == layout::placement_groups_for(slots.len() as u32)
-            });
+            .is_some_and(|ids| ids.len() as u32 == slots::placement_groups_for(slots.len() as u32));
         let ids = if groups_same {
             prior.get("placement_group_ids").clone()
         } else {
@@ -339,7 +338,7 @@ impl Resource for WorkerPoolResource {
                 );
             }
         };
-        let (client, proxy) = match (ctx.hcloud(), common::talos_proxy(ctx).await) {
+        let (client, proxy) = match (ctx.hcloud(), ctx.talos_proxy().await) {
             (Ok(c), Ok(p)) => (c, p),
             (Err(d), _) | (_, Err(d)) => return failed(request.prior, d),
         };
@@ -380,7 +379,7 @@ impl Resource for WorkerPoolResource {
         let Some(pool_plan) = settings.plan.worker_pools().get(&pool) else {
             return failed(request.prior, not_in_plan(&pool, &settings));
         };
-        let slots = layout::slots(&settings.cluster_name, &pool, pool_plan);
+        let slots = slots::of(&settings.cluster_name, &pool, pool_plan);
         let new_servers = slots
             .iter()
             .filter(|s| !recorder.nodes().iter().any(|n| n.name == s.name))

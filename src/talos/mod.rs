@@ -8,9 +8,12 @@
 //! - `config`: machine configs, user patches and Hetzner user data.
 //! - `yaml`: YAML in and out.
 
+pub mod api;
 pub mod client_config;
 pub mod config;
+pub mod image;
 pub mod pki;
+pub mod release;
 pub mod secrets;
 pub(crate) mod yaml;
 

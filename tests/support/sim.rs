@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use hct::hcloud::{Client, ClientConfig, FirstPoll};
-use hct::provider::config::Secret;
+use hct::secret::Secret;
 use hct_sim::{Sim, SimHandle, SimOptions};
 
 /// The seeded emulator ("the private network", Talos snapshots) with fast actions.

@@ -2,18 +2,18 @@
 //! validate time, with unknowns allowed) and the settings the cluster logic
 //! works from.
 
-use crate::cluster::naming::CONTROL_PLANE_GROUP;
 use crate::cluster::preflight;
 use crate::cluster::provision::GroupSpec;
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
+use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::network_plan::NetworkPlan;
 use crate::resources::common::{
     string_list, string_map, validate_server_labels, validate_timeouts,
 };
 use crate::talos::config::{DEFAULT_INSTALL_DISK, KubernetesVersion, TalosVersion};
+use crate::talos::image::schematic::Schematic;
+use crate::talos::release;
 use crate::talos::{Role, Secrets};
-use crate::talos_image::schematic::Schematic;
-use crate::talos_release;
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
 
 /// Longest cluster name: server names `<name>-<pool>-<n>` must stay
@@ -157,8 +157,8 @@ fn check_talos_version(version: &str) -> Diagnostics {
         );
         return found;
     }
-    if let Ok(release) = talos_release::TalosVersion::parse(version) {
-        found.extend(talos_release::known_problem(release).map(|mut warning| {
+    if let Ok(release) = release::TalosVersion::parse(version) {
+        found.extend(release::known_problem(release).map(|mut warning| {
             // Its own summary: Terraform folds warnings with the same one.
             warning.summary = format!("The nodes run Talos {release}, which has a known problem");
             warning.detail += " On a running cluster, set talos_version (and image_id, to an \

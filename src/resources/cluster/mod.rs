@@ -18,13 +18,14 @@ use tracing::info;
 
 use crate::cluster::ClusterError;
 use crate::cluster::bring_up;
-use crate::cluster::layout;
-use crate::cluster::naming::{self, CONTROL_PLANE_GROUP};
+use crate::cluster::naming;
 use crate::cluster::preflight::{Paths, Preflight};
 use crate::cluster::provision::{Group, NodeRecord, Recorder};
 use crate::cluster::settings::{ClusterSettings, config_sha256};
+use crate::cluster::slots;
 use crate::cluster::wait::Deadline;
 use crate::hcloud::{Client, LabelSelector};
+use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::common::{
     self, drifted_labels, drifted_server_type, failed, imported_nodes, map_value, nodes_from,
@@ -102,7 +103,7 @@ impl Resource for ClusterResource {
             Value::from(network_plan.cluster_endpoint()),
         );
         let cluster = planned.get("name").as_str().unwrap_or_default().to_string();
-        let slots = layout::slots(&cluster, CONTROL_PLANE_GROUP, network_plan.control_plane());
+        let slots = slots::of(&cluster, CONTROL_PLANE_GROUP, network_plan.control_plane());
         let settings = match (&secrets, planned.is_wholly_known()) {
             (Some(secrets), true) => inputs::settings(planned, secrets.clone()).ok(),
             _ => None,
@@ -210,7 +211,7 @@ impl Resource for ClusterResource {
             Ok(c) => c,
             Err(d) => return failed(request.prior, d),
         };
-        let proxy = match common::talos_proxy(ctx).await {
+        let proxy = match ctx.talos_proxy().await {
             Ok(p) => p,
             Err(d) => return failed(request.prior, d),
         };
@@ -241,7 +242,7 @@ impl Resource for ClusterResource {
             Err(d) => return failed(request.prior, d),
         };
         let group = inputs::control_plane_group(&state);
-        let slots = layout::slots(
+        let slots = slots::of(
             &settings.cluster_name,
             CONTROL_PLANE_GROUP,
             settings.plan.control_plane(),

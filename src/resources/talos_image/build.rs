@@ -14,7 +14,7 @@ use super::pipeline;
 use super::spec::ImageSpec;
 use super::ssh::{self, BuilderKey, Route, SshError};
 use crate::hcloud::{BuilderServer, Client, HcloudError};
-use crate::talos_image;
+use crate::talos::image;
 use crate::tf::{Diagnostic, Diagnostics};
 
 /// What the builder server is created from; the rescue system ignores it.
@@ -180,7 +180,7 @@ impl Build<'_> {
                 .await
                 .map_err(|e| self.failed("creating the temporary builder server", &e))?;
         }
-        let wanted = talos_image::hetzner_architecture(&spec.architecture).unwrap_or_default();
+        let wanted = image::hetzner_architecture(&spec.architecture).unwrap_or_default();
         let actual = &created.server.server_type.architecture;
         if !actual.is_empty() && actual != wanted {
             return Err(Diagnostic::error(

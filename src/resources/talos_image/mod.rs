@@ -19,6 +19,7 @@
 
 pub mod build;
 pub mod cleanup;
+pub mod data_source;
 pub mod pipeline;
 pub mod spec;
 pub mod ssh;
@@ -34,8 +35,8 @@ use self::ssh::Route;
 use crate::hcloud::Client;
 use crate::hcloud::models::Image;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
-use crate::talos_image::{self, DEFAULT_FACTORY_URL};
-use crate::talos_release::TalosVersion;
+use crate::talos::image::{self, DEFAULT_FACTORY_URL};
+use crate::talos::release::TalosVersion;
 use crate::tf::schema::{Block, NestedBlock, Nesting};
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Schema, Type, Value};
 
@@ -315,37 +316,19 @@ fn plan(prior: &Value, proposed: &Value) -> Plan {
 fn offline_values(value: &Value) -> Option<(String, String, String)> {
     let version = TalosVersion::parse(value.get("talos_version").as_str()?).ok()?;
     let architecture = value.get("architecture").as_str()?;
-    talos_image::hetzner_architecture(architecture)?;
+    image::hetzner_architecture(architecture)?;
     let factory = value.get("image_factory_url").as_str()?;
     let id = spec::schematic(value)?.id();
-    let url = talos_image::image_url(factory, &id, version, architecture);
-    let installer = talos_image::installer_image(factory, &id, version);
+    let url = image::image_url(factory, &id, version, architecture);
+    let installer = image::installer_image(factory, &id, version);
     Some((id, url, installer))
 }
 
 /// How the provider reaches the builder's public IPv4.
 async fn route(ctx: &Context) -> Result<Route, Diagnostic> {
-    let Some(proxy) = ctx.config.as_ref().and_then(|c| c.talos_proxy.clone()) else {
-        return Ok(Route::Direct);
-    };
-    let (Some(host), Some(port)) = (proxy.host_str(), proxy.port()) else {
-        return Err(Diagnostic::error(
-            "Invalid SOCKS5 proxy",
-            format!("talos_proxy {proxy} lacks a host and port."),
-        ));
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let mut addresses = tokio::net::lookup_host((host, port)).await.map_err(|e| {
-        Diagnostic::error(
-            "SOCKS5 proxy not found",
-            format!("talos_proxy {proxy}: cannot resolve {host}: {e}."),
-        )
-    })?;
-    addresses.next().map(Route::Socks5).ok_or_else(|| {
-        Diagnostic::error(
-            "SOCKS5 proxy not found",
-            format!("talos_proxy {proxy}: {host} has no address."),
-        )
+    Ok(match ctx.talos_proxy().await? {
+        Some(proxy) => Route::Socks5(proxy),
+        None => Route::Direct,
     })
 }
 
@@ -353,7 +336,7 @@ async fn route(ctx: &Context) -> Result<Route, Diagnostic> {
 /// one that another build is still creating.
 async fn find_existing(client: &Client, spec: &ImageSpec) -> Result<Option<Image>, Diagnostic> {
     let selector =
-        talos_image::snapshot_selector(spec.version, &spec.architecture, Some(&spec.schematic_id));
+        image::snapshot_selector(spec.version, &spec.architecture, Some(&spec.schematic_id));
     let deadline = Instant::now() + spec.create_timeout;
     let mut pause = client.poll_interval();
     loop {
@@ -363,7 +346,7 @@ async fn find_existing(client: &Client, spec: &ImageSpec) -> Result<Option<Image
             .map_err(|e| e.to_diagnostic("looking up existing Talos snapshots"))?
             .into_iter()
             .filter(|image| {
-                talos_image::schematic_in_description(&image.description)
+                image::schematic_in_description(&image.description)
                     .is_none_or(|id| id == spec.schematic_id)
             })
             .collect();
@@ -415,7 +398,7 @@ async fn create(ctx: &Context, planned: Value) -> Applied {
             info!(
                 image = image.id,
                 "talos image: adopting the existing snapshot labelled {}",
-                talos_image::snapshot_selector(
+                image::snapshot_selector(
                     spec.version,
                     &spec.architecture,
                     Some(&spec.schematic_id)
@@ -595,9 +578,9 @@ fn imported(image: &Image) -> Result<Value, Diagnostic> {
     let architecture = image
         .labels
         .get("arch")
-        .filter(|a| talos_image::hetzner_architecture(a).is_some())
+        .filter(|a| image::hetzner_architecture(a).is_some())
         .ok_or_else(|| not_ours("has no arch label of amd64 or arm64"))?;
-    let schematic = talos_image::schematic_in_description(&image.description)
+    let schematic = image::schematic_in_description(&image.description)
         .ok_or_else(|| not_ours("does not name its schematic ID in its description"))?;
     let extra: Vec<(String, Value)> = image
         .labels
@@ -626,7 +609,7 @@ fn imported(image: &Image) -> Result<Value, Diagnostic> {
         ("schematic_id", Value::from(schematic)),
         (
             "image_url",
-            Value::from(talos_image::image_url(
+            Value::from(image::image_url(
                 DEFAULT_FACTORY_URL,
                 schematic,
                 version,
@@ -635,7 +618,7 @@ fn imported(image: &Image) -> Result<Value, Diagnostic> {
         ),
         (
             "installer_image",
-            Value::from(talos_image::installer_image(
+            Value::from(image::installer_image(
                 DEFAULT_FACTORY_URL,
                 schematic,
                 version,

@@ -4,7 +4,7 @@
 //! stream or a failed write fail the command (and so the apply) instead of
 //! snapshotting half a disk.
 
-use crate::talos_image::Schematic;
+use crate::talos::image::Schematic;
 
 /// The disk of a Hetzner cloud server in the rescue system.
 pub const DISK: &str = "/dev/sda";
@@ -34,8 +34,8 @@ pub fn shell_quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::talos_image::{self, DEFAULT_FACTORY_URL};
-    use crate::talos_release::TalosVersion;
+    use crate::talos::image::{self, DEFAULT_FACTORY_URL};
+    use crate::talos::release::TalosVersion;
 
     fn qemu() -> Schematic {
         Schematic {
@@ -45,7 +45,7 @@ mod tests {
     }
 
     fn command(schematic: &Schematic, arch: &str) -> String {
-        let url = talos_image::image_url(
+        let url = image::image_url(
             DEFAULT_FACTORY_URL,
             &schematic.id(),
             TalosVersion::new(1, 12, 6),

@@ -7,8 +7,8 @@ use url::Url;
 
 use crate::duration;
 use crate::hcloud::models::Labels;
-use crate::talos_image::{self, DEFAULT_FACTORY_URL, Schematic};
-use crate::talos_release::{self, TalosVersion};
+use crate::talos::image::{self, DEFAULT_FACTORY_URL, Schematic};
+use crate::talos::release::{self, TalosVersion};
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
 
 /// Labels hct sets on every snapshot it builds; users cannot set them.
@@ -112,7 +112,7 @@ impl ImageSpec {
     }
 
     pub fn image_url(&self) -> String {
-        talos_image::image_url(
+        image::image_url(
             &self.factory,
             &self.schematic_id,
             self.version,
@@ -121,7 +121,7 @@ impl ImageSpec {
     }
 
     pub fn installer_image(&self) -> String {
-        talos_image::installer_image(&self.factory, &self.schematic_id, self.version)
+        image::installer_image(&self.factory, &self.schematic_id, self.version)
     }
 
     /// The snapshot's labels: the user's, then the identifying ones.
@@ -133,7 +133,7 @@ impl ImageSpec {
         labels.insert("arch".into(), self.architecture.clone());
         labels.insert(
             "schematic".into(),
-            talos_image::schematic_label(&self.schematic_id).to_string(),
+            image::schematic_label(&self.schematic_id).to_string(),
         );
         labels
     }
@@ -197,7 +197,7 @@ pub fn validate(config: &Value) -> Diagnostics {
     }
     let architecture = config.get("architecture").as_str();
     if let Some(architecture) = architecture
-        && talos_image::hetzner_architecture(architecture).is_none()
+        && image::hetzner_architecture(architecture).is_none()
     {
         error(
             AttrPath::attr("architecture"),
@@ -332,9 +332,8 @@ pub fn warnings(config: &Value) -> Diagnostics {
         .as_str()
         .and_then(|t| TalosVersion::parse(t).ok())
     {
-        diagnostics.extend(
-            talos_release::known_problem(version).map(|w| w.at(AttrPath::attr("talos_version"))),
-        );
+        diagnostics
+            .extend(release::known_problem(version).map(|w| w.at(AttrPath::attr("talos_version"))));
     }
     diagnostics
 }
@@ -424,7 +423,7 @@ mod tests {
         assert_eq!(labels["os"], "talos");
         assert_eq!(labels["type"], "infra");
         assert_eq!(
-            talos_image::schematic_in_description(&spec.description()),
+            image::schematic_in_description(&spec.description()),
             Some(id)
         );
         let arm =

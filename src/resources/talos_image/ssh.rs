@@ -150,7 +150,7 @@ async fn connect_inner(
 ) -> Result<Session, SshError> {
     let stream = match route {
         Route::Direct => TcpStream::connect(target).await,
-        Route::Socks5(proxy) => crate::talos_api::socks5::connect(proxy, target).await,
+        Route::Socks5(proxy) => crate::net::socks5::connect(proxy, target).await,
     }
     .map_err(|e| SshError::Unreachable(e.to_string()))?;
     let _ = stream.set_nodelay(true);

@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 
 use crate::provider::{Context, DataSource};
-use crate::talos_image::{self, DEFAULT_FACTORY_URL};
-use crate::talos_release::{self, TalosVersion};
+use crate::talos::image::{self, DEFAULT_FACTORY_URL};
+use crate::talos::release::{self, TalosVersion};
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Schema, Type, Value};
 
 pub const TYPE_NAME: &str = "hct_talos_image";
@@ -52,8 +52,7 @@ impl DataSource for TalosImageDataSource {
         if let Some(text) = config.get("talos_version").as_str() {
             match TalosVersion::parse(text) {
                 Ok(version) => diagnostics.extend(
-                    talos_release::known_problem(version)
-                        .map(|w| w.at(AttrPath::attr("talos_version"))),
+                    release::known_problem(version).map(|w| w.at(AttrPath::attr("talos_version"))),
                 ),
                 Err(why) => diagnostics.push(
                     Diagnostic::error("Invalid Talos version", why)
@@ -62,7 +61,7 @@ impl DataSource for TalosImageDataSource {
             }
         }
         if let Some(architecture) = config.get("architecture").as_str()
-            && talos_image::hetzner_architecture(architecture).is_none()
+            && image::hetzner_architecture(architecture).is_none()
         {
             diagnostics.push(
                 Diagnostic::error(
@@ -111,7 +110,7 @@ impl DataSource for TalosImageDataSource {
             return (None, diagnostics);
         };
         let wanted = config.get("schematic_id").as_str();
-        let selector = talos_image::snapshot_selector(version, architecture, wanted);
+        let selector = image::snapshot_selector(version, architecture, wanted);
         let snapshots = match client.snapshots(&selector).await {
             Ok(snapshots) => snapshots,
             Err(e) => {
@@ -122,7 +121,7 @@ impl DataSource for TalosImageDataSource {
         let found = snapshots.into_iter().find(|image| {
             image.status == "available"
                 && wanted.is_none_or(|id| {
-                    talos_image::schematic_in_description(&image.description) == Some(id)
+                    image::schematic_in_description(&image.description) == Some(id)
                 })
         });
         let Some(image) = found else {
@@ -136,7 +135,7 @@ impl DataSource for TalosImageDataSource {
             ));
             return (None, diagnostics);
         };
-        let schematic = talos_image::schematic_in_description(&image.description)
+        let schematic = image::schematic_in_description(&image.description)
             .map(str::to_string)
             .or_else(|| wanted.map(str::to_string));
         let mut state = config.as_map().cloned().unwrap_or_default();
@@ -151,7 +150,7 @@ impl DataSource for TalosImageDataSource {
                 state.insert("schematic_id".into(), Value::string(id.clone()));
                 state.insert(
                     "image_url".into(),
-                    Value::string(talos_image::image_url(
+                    Value::string(image::image_url(
                         DEFAULT_FACTORY_URL,
                         id,
                         version,
@@ -160,11 +159,7 @@ impl DataSource for TalosImageDataSource {
                 );
                 state.insert(
                     "installer_image".into(),
-                    Value::string(talos_image::installer_image(
-                        DEFAULT_FACTORY_URL,
-                        id,
-                        version,
-                    )),
+                    Value::string(image::installer_image(DEFAULT_FACTORY_URL, id, version)),
                 );
             }
             None => {

@@ -13,9 +13,9 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Status, Streaming};
 
 use super::error::TalosError;
-use super::socks5;
 use super::tls::{Trust, client_config};
-use crate::talos_api::pb::{self, machine_service_client::MachineServiceClient};
+use crate::net::socks5;
+use crate::talos::api::pb::{self, machine_service_client::MachineServiceClient};
 
 /// The port apid listens on.
 pub const APID_PORT: u16 = 50000;

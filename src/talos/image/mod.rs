@@ -6,7 +6,7 @@ pub mod schematic;
 pub use schematic::Schematic;
 
 use crate::hcloud::LabelSelector;
-use crate::talos_release::TalosVersion;
+use crate::talos::release::TalosVersion;
 
 pub const DEFAULT_FACTORY_URL: &str = "https://factory.talos.dev";
 

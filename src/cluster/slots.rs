@@ -5,10 +5,8 @@
 use std::net::Ipv4Addr;
 
 use super::naming;
-use crate::network_plan::NodeGroup;
-
-/// Servers per spread placement group, Hetzner's maximum.
-pub const PLACEMENT_GROUP_SIZE: u32 = 10;
+pub use crate::network_plan::placement_groups_for;
+use crate::network_plan::{MAX_SERVERS_PER_PLACEMENT_GROUP, NodeGroup};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeSlot {
@@ -21,7 +19,7 @@ pub struct NodeSlot {
 }
 
 /// The nodes of `group` (`cp` or a pool name) as the plan lays them out.
-pub fn slots(cluster: &str, group: &str, plan: &NodeGroup) -> Vec<NodeSlot> {
+pub fn of(cluster: &str, group: &str, plan: &NodeGroup) -> Vec<NodeSlot> {
     plan.ips
         .iter()
         .zip(1..)
@@ -29,14 +27,9 @@ pub fn slots(cluster: &str, group: &str, plan: &NodeGroup) -> Vec<NodeSlot> {
             name: naming::server_name(cluster, group, index),
             ip: *ip,
             index,
-            placement_group: (index - 1) / PLACEMENT_GROUP_SIZE + 1,
+            placement_group: (index - 1) / MAX_SERVERS_PER_PLACEMENT_GROUP + 1,
         })
         .collect()
-}
-
-/// How many placement groups `nodes` servers need.
-pub fn placement_groups_for(nodes: u32) -> u32 {
-    nodes.div_ceil(PLACEMENT_GROUP_SIZE)
 }
 
 #[cfg(test)]
@@ -53,7 +46,7 @@ mod tests {
                 .collect(),
             placement_groups: 2,
         };
-        let slots = slots("noreturn", "general", &group);
+        let slots = of("noreturn", "general", &group);
         assert_eq!(slots[0].name, "noreturn-general-1");
         assert_eq!(slots[0].ip, Ipv4Addr::new(10, 0, 128, 65));
         assert_eq!(slots[9].placement_group, 1);

@@ -18,7 +18,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use sha2::{Digest, Sha256};
 
 use super::error::TalosError;
-use crate::provider::config::Secret;
+use crate::secret::Secret;
 
 /// The credentials of the cluster's administrator (from the talosconfig).
 #[derive(Clone)]

@@ -4,7 +4,6 @@
 
 mod client;
 pub mod error;
-pub mod socks5;
 pub mod tls;
 
 pub use client::{
