@@ -98,7 +98,7 @@ fn plan() -> NetworkPlan {
 fn generated(plan: &NetworkPlan, secrets: &Secrets, hostname: &str, role: Role) -> String {
     let input = NodeConfigInput {
         cluster_name: "hct-test".into(),
-        talos_version: "v1.12.6".into(),
+        talos_version: "v1.12.6".parse().unwrap(),
         kubernetes_version: None,
         schematic_id: hct_sim::seed::TALOS_SCHEMATIC.into(),
         install_disk: None,

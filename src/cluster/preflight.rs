@@ -5,6 +5,7 @@
 use crate::hcloud::Client;
 use crate::hcloud::models::Network;
 use crate::network_plan::{MAX_SERVERS_PER_NETWORK, NetworkPlan};
+use crate::talos::release::TalosVersion;
 use crate::tf::{AttrPath, Diagnostic, Diagnostics};
 
 /// What to check, and where in the configuration each input came from.
@@ -14,7 +15,7 @@ pub struct Preflight<'a> {
     /// None while not known yet (an image built in the same apply); its
     /// checks then wait for apply.
     pub image_id: Option<&'a str>,
-    pub talos_version: &'a str,
+    pub talos_version: &'a TalosVersion,
     pub server_type: &'a str,
     pub location: &'a str,
     /// Servers this change adds to the network.
@@ -297,7 +298,7 @@ impl Preflight<'_> {
             ),
         }
         if let Some(version) = image.labels.get("version")
-            && version != self.talos_version
+            && TalosVersion::parse(version).as_ref() != Ok(self.talos_version)
         {
             found.push(
                 Diagnostic::error(

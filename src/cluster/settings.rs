@@ -13,6 +13,7 @@ use crate::secret::Secret;
 use crate::talos::api::{AdminCredentials, Trust};
 use crate::talos::client_config::{self, ApiCredentials};
 use crate::talos::config::ConfigError;
+use crate::talos::release::{KubernetesVersion, TalosVersion};
 use crate::talos::{MachineConfig, NodeConfigInput, Role, Secrets};
 
 /// How long the certificate hct uses for its own Talos API calls lasts:
@@ -46,8 +47,8 @@ pub struct ClusterSettings {
     pub cluster_name: String,
     pub network_id: i64,
     pub plan: NetworkPlan,
-    pub talos_version: String,
-    pub kubernetes_version: Option<String>,
+    pub talos_version: TalosVersion,
+    pub kubernetes_version: Option<KubernetesVersion>,
     /// The Talos snapshot servers are created from.
     pub image_id: String,
     pub schematic_id: String,
@@ -121,8 +122,8 @@ impl ClusterSettings {
             cluster_name: self.cluster_name.clone(),
             network_id: self.network_id,
             network_plan: self.plan.to_json(),
-            talos_version: self.talos_version.clone(),
-            kubernetes_version: self.kubernetes_version.clone(),
+            talos_version: self.talos_version.to_string(),
+            kubernetes_version: self.kubernetes_version.as_ref().map(ToString::to_string),
             image_id: self.image_id.clone(),
             schematic_id: self.schematic_id.clone(),
             install_disk: self.install_disk.clone(),
@@ -192,12 +193,17 @@ impl WorkerJoin {
             .map_err(|e| format!("its network plan is invalid: {e}"))?;
         let secrets = Secrets::from_yaml(&self.machine_secrets)
             .map_err(|e| format!("its machine secrets are invalid: {e}"))?;
+        let talos_version = self.talos_version.parse().map_err(|e| format!("{e}"))?;
+        let kubernetes_version = match &self.kubernetes_version {
+            Some(text) => Some(text.parse().map_err(|e| format!("{e}"))?),
+            None => None,
+        };
         Ok(ClusterSettings {
             cluster_name: self.cluster_name.clone(),
             network_id: self.network_id,
             plan,
-            talos_version: self.talos_version.clone(),
-            kubernetes_version: self.kubernetes_version.clone(),
+            talos_version,
+            kubernetes_version,
             image_id: self.image_id.clone(),
             schematic_id: self.schematic_id.clone(),
             install_disk: self.install_disk.clone(),

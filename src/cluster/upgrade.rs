@@ -10,18 +10,14 @@ use super::bring_up;
 use super::provision::{Group, NodeRecord};
 use super::wait::{self, Retry};
 use crate::talos::api::{NodeAddress, TalosClient, TalosError};
-use crate::talos::config::{TalosVersion, installer_image_for};
-use crate::talos::release;
+use crate::talos::image::{self, DEFAULT_FACTORY_URL};
+use crate::talos::release::TalosVersion;
 
 /// Brings `node` to the group's Talos release if it runs another one.
 /// Returns whether it upgraded the node. A node on a newer release is an
 /// error: hct does not downgrade.
 pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, ClusterError> {
-    let target: TalosVersion = group
-        .settings
-        .talos_version
-        .parse()
-        .map_err(ClusterError::config(&node.name))?;
+    let target = &group.settings.talos_version;
     let address = group.address(&node.ip)?;
     let running = wait::until(
         group.deadline,
@@ -36,14 +32,10 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
     };
     // Only ever forward: a node on a newer release (or one hct cannot
     // order) is left alone and reported.
-    let older = match running.parse::<TalosVersion>() {
-        Ok(running) if running == target => return Ok(false),
-        Ok(running) => target.is_newer_than(&running),
-        // A release outside hct's config contracts, e.g. v1.10.x.
-        Err(_) => release::TalosVersion::parse(&running)
-            .ok()
-            .zip(release::TalosVersion::parse(&target.to_string()).ok())
-            .is_some_and(|(running, target)| running < target),
+    let older = match TalosVersion::parse(&running) {
+        Ok(running) if running == *target => return Ok(false),
+        Ok(running) => running < *target,
+        Err(_) => false,
     };
     if !older {
         return Err(ClusterError::Refused {
@@ -55,7 +47,7 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
             ),
         });
     }
-    let image = installer_image_for(&group.settings.schematic_id, &target.to_string());
+    let image = image::installer_image(DEFAULT_FACTORY_URL, &group.settings.schematic_id, target);
     info!(node = %node.name, from = %running, to = %target, image, "upgrading Talos");
     wait::until(group.deadline, &node.name, "starting the upgrade", || async {
         let mut client = TalosClient::connect(&address, group.trust).await?;
@@ -79,7 +71,7 @@ pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, Cl
         &format!("waiting for Talos {target} after the upgrade"),
         || async {
             match release(group, &address).await? {
-                Some(now) if now.parse::<TalosVersion>().is_ok_and(|now| now == target) => Ok(()),
+                Some(now) if TalosVersion::parse(&now).is_ok_and(|now| now == *target) => Ok(()),
                 Some(now) => Err(Retry::Again(format!("still runs {now}"))),
                 None => Err(Retry::Again("in maintenance mode".into())),
             }

@@ -24,7 +24,7 @@ fn nine_nodes() -> Vec<NodeConfigInput> {
         .flat_map(|(group, role)| {
             (1..=3).map(move |n| NodeConfigInput {
                 cluster_name: "demo".into(),
-                talos_version: "v1.12.6".into(),
+                talos_version: "v1.12.6".parse().unwrap(),
                 kubernetes_version: None,
                 schematic_id: "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
                     .into(),

@@ -10,9 +10,10 @@ use crate::network_plan::NetworkPlan;
 use crate::resources::common::{
     string_list, string_map, validate_server_labels, validate_timeouts,
 };
-use crate::talos::config::{DEFAULT_INSTALL_DISK, KubernetesVersion, TalosVersion};
+use crate::talos::config::{Contract, DEFAULT_INSTALL_DISK, check_kubernetes_supported};
 use crate::talos::image::schematic::Schematic;
 use crate::talos::release;
+use crate::talos::release::{KubernetesVersion, TalosVersion};
 use crate::talos::{Role, Secrets};
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
 
@@ -35,8 +36,9 @@ pub fn default_schematic() -> String {
 
 /// The Kubernetes version Talos `talos_version` installs by default.
 pub fn default_kubernetes_version(talos_version: &str) -> Option<String> {
-    let talos: TalosVersion = talos_version.parse().ok()?;
-    Some(talos.contract().default_kubernetes_version().to_string())
+    let talos = supported_release(talos_version).ok()?;
+    let contract = Contract::of(&talos).ok()?;
+    Some(contract.default_kubernetes_version().to_string())
 }
 
 /// Checks what can be checked without Hetzner; unknown values pass.
@@ -149,37 +151,45 @@ pub fn parse_plan(text: &str) -> Result<NetworkPlan, String> {
     NetworkPlan::from_json(&json)
 }
 
+/// A `talos_version` hct makes configs for, or why not.
+fn supported_release(text: &str) -> Result<TalosVersion, String> {
+    let version = TalosVersion::parse(text).map_err(|e| e.to_string())?;
+    Contract::of(&version).map_err(|e| e.to_string())?;
+    Ok(version)
+}
+
 fn check_talos_version(version: &str) -> Diagnostics {
     let mut found = Diagnostics::new();
-    if let Err(e) = version.parse::<TalosVersion>() {
-        found.push(
-            Diagnostic::error("Unsupported Talos version", e.to_string()).at(attr("talos_version")),
-        );
-        return found;
-    }
-    if let Ok(release) = release::TalosVersion::parse(version) {
-        found.extend(release::known_problem(release).map(|mut warning| {
-            // Its own summary: Terraform folds warnings with the same one.
-            warning.summary = format!("The nodes run Talos {release}, which has a known problem");
-            warning.detail += " On a running cluster, set talos_version (and image_id, to an \
-                               image of that release) and apply: hct upgrades the nodes in \
-                               place, one at a time.";
-            warning.at(attr("talos_version"))
-        }));
-    }
+    let release = match supported_release(version) {
+        Ok(release) => release,
+        Err(why) => {
+            found.push(
+                Diagnostic::error("Unsupported Talos version", why).at(attr("talos_version")),
+            );
+            return found;
+        }
+    };
+    found.extend(release::known_problem(&release).map(|mut warning| {
+        // Its own summary: Terraform folds warnings with the same one.
+        warning.summary = format!("The nodes run Talos {release}, which has a known problem");
+        warning.detail += " On a running cluster, set talos_version (and image_id, to an \
+                           image of that release) and apply: hct upgrades the nodes in \
+                           place, one at a time.";
+        warning.at(attr("talos_version"))
+    }));
     found
 }
 
 fn check_kubernetes_version(talos: &str, kubernetes: &str) -> Diagnostics {
-    let (Ok(talos), result) = (
-        talos.parse::<TalosVersion>(),
-        kubernetes.parse::<KubernetesVersion>(),
-    ) else {
+    let Ok(talos) = supported_release(talos) else {
         return Diagnostics::new();
     };
-    match result.and_then(|k| k.check_supported_by(&talos)) {
+    let checked = KubernetesVersion::parse(kubernetes)
+        .map_err(|e| e.to_string())
+        .and_then(|k| check_kubernetes_supported(&k, &talos).map_err(|e| e.to_string()));
+    match checked {
         Ok(()) => Diagnostics::new(),
-        Err(e) => Diagnostic::error("Unsupported Kubernetes version", e.to_string())
+        Err(why) => Diagnostic::error("Unsupported Kubernetes version", why)
             .at(attr("kubernetes_version"))
             .into(),
     }
@@ -195,8 +205,16 @@ pub fn settings(value: &Value, secrets: Secrets) -> Result<ClusterSettings, Diag
         cluster_name: text("name"),
         network_id: value.get("network_id").as_i64().unwrap_or_default(),
         plan,
-        talos_version: text("talos_version"),
-        kubernetes_version: value.get("kubernetes_version").as_str().map(str::to_string),
+        talos_version: supported_release(&text("talos_version")).map_err(|why| {
+            Diagnostic::error("Unsupported Talos version", why).at(attr("talos_version"))
+        })?,
+        kubernetes_version: match value.get("kubernetes_version").as_str() {
+            Some(text) => Some(KubernetesVersion::parse(text).map_err(|e| {
+                Diagnostic::error("Unsupported Kubernetes version", e.to_string())
+                    .at(attr("kubernetes_version"))
+            })?),
+            None => None,
+        },
         image_id: text("image_id"),
         schematic_id: value
             .get("schematic_id")

@@ -33,7 +33,7 @@ use crate::resources::common::{
 };
 use crate::talos::Secrets;
 use crate::talos::client_config;
-use crate::talos::config::TalosVersion;
+use crate::talos::release::TalosVersion;
 use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
 use inputs::{attr, control_plane_attr};
 
@@ -460,7 +460,7 @@ fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
             .map(str::parse::<TalosVersion>),
     );
     if let (Some(Ok(running)), Some(Ok(wanted))) = releases
-        && running.is_newer_than(&wanted)
+        && running > wanted
     {
         plan.diagnostics.push(
             Diagnostic::error(
@@ -524,11 +524,17 @@ async fn preflight(
     new_servers: usize,
 ) -> Diagnostics {
     let group = inputs::control_plane_group(value);
+    // Checked by validate; nothing to compare the image with otherwise.
+    let Ok(talos_version) =
+        TalosVersion::parse(value.get("talos_version").as_str().unwrap_or_default())
+    else {
+        return Diagnostics::new();
+    };
     Preflight {
         network_id: value.get("network_id").as_i64().unwrap_or_default(),
         plan,
         image_id: value.get("image_id").as_str(),
-        talos_version: value.get("talos_version").as_str().unwrap_or_default(),
+        talos_version: &talos_version,
         server_type: &group.server_type,
         location: &group.location,
         new_servers,

@@ -52,10 +52,10 @@ impl DataSource for TalosImageDataSource {
         if let Some(text) = config.get("talos_version").as_str() {
             match TalosVersion::parse(text) {
                 Ok(version) => diagnostics.extend(
-                    release::known_problem(version).map(|w| w.at(AttrPath::attr("talos_version"))),
+                    release::known_problem(&version).map(|w| w.at(AttrPath::attr("talos_version"))),
                 ),
                 Err(why) => diagnostics.push(
-                    Diagnostic::error("Invalid Talos version", why)
+                    Diagnostic::error("Invalid Talos version", why.to_string())
                         .at(AttrPath::attr("talos_version")),
                 ),
             }
@@ -110,7 +110,7 @@ impl DataSource for TalosImageDataSource {
             return (None, diagnostics);
         };
         let wanted = config.get("schematic_id").as_str();
-        let selector = image::snapshot_selector(version, architecture, wanted);
+        let selector = image::snapshot_selector(&version, architecture, wanted);
         let snapshots = match client.snapshots(&selector).await {
             Ok(snapshots) => snapshots,
             Err(e) => {
@@ -153,13 +153,13 @@ impl DataSource for TalosImageDataSource {
                     Value::string(image::image_url(
                         DEFAULT_FACTORY_URL,
                         id,
-                        version,
+                        &version,
                         architecture,
                     )),
                 );
                 state.insert(
                     "installer_image".into(),
-                    Value::string(image::installer_image(DEFAULT_FACTORY_URL, id, version)),
+                    Value::string(image::installer_image(DEFAULT_FACTORY_URL, id, &version)),
                 );
             }
             None => {

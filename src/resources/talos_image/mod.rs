@@ -319,8 +319,8 @@ fn offline_values(value: &Value) -> Option<(String, String, String)> {
     image::hetzner_architecture(architecture)?;
     let factory = value.get("image_factory_url").as_str()?;
     let id = spec::schematic(value)?.id();
-    let url = image::image_url(factory, &id, version, architecture);
-    let installer = image::installer_image(factory, &id, version);
+    let url = image::image_url(factory, &id, &version, architecture);
+    let installer = image::installer_image(factory, &id, &version);
     Some((id, url, installer))
 }
 
@@ -336,7 +336,7 @@ async fn route(ctx: &Context) -> Result<Route, Diagnostic> {
 /// one that another build is still creating.
 async fn find_existing(client: &Client, spec: &ImageSpec) -> Result<Option<Image>, Diagnostic> {
     let selector =
-        image::snapshot_selector(spec.version, &spec.architecture, Some(&spec.schematic_id));
+        image::snapshot_selector(&spec.version, &spec.architecture, Some(&spec.schematic_id));
     let deadline = Instant::now() + spec.create_timeout;
     let mut pause = client.poll_interval();
     loop {
@@ -399,7 +399,7 @@ async fn create(ctx: &Context, planned: Value) -> Applied {
                 image = image.id,
                 "talos image: adopting the existing snapshot labelled {}",
                 image::snapshot_selector(
-                    spec.version,
+                    &spec.version,
                     &spec.architecture,
                     Some(&spec.schematic_id)
                 )
@@ -612,7 +612,7 @@ fn imported(image: &Image) -> Result<Value, Diagnostic> {
             Value::from(image::image_url(
                 DEFAULT_FACTORY_URL,
                 schematic,
-                version,
+                &version,
                 architecture,
             )),
         ),
@@ -621,7 +621,7 @@ fn imported(image: &Image) -> Result<Value, Diagnostic> {
             Value::from(image::installer_image(
                 DEFAULT_FACTORY_URL,
                 schematic,
-                version,
+                &version,
             )),
         ),
         ("timeouts", Value::Null),

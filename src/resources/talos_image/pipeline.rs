@@ -48,7 +48,7 @@ mod tests {
         let url = image::image_url(
             DEFAULT_FACTORY_URL,
             &schematic.id(),
-            TalosVersion::new(1, 12, 6),
+            &TalosVersion::new(1, 12, 6),
             arch,
         );
         write_image_command(DEFAULT_FACTORY_URL, schematic, &url)

@@ -115,13 +115,13 @@ impl ImageSpec {
         image::image_url(
             &self.factory,
             &self.schematic_id,
-            self.version,
+            &self.version,
             &self.architecture,
         )
     }
 
     pub fn installer_image(&self) -> String {
-        image::installer_image(&self.factory, &self.schematic_id, self.version)
+        image::installer_image(&self.factory, &self.schematic_id, &self.version)
     }
 
     /// The snapshot's labels: the user's, then the identifying ones.
@@ -192,7 +192,7 @@ pub fn validate(config: &Value) -> Diagnostics {
         error(
             AttrPath::attr("talos_version"),
             "Invalid Talos version",
-            why,
+            why.to_string(),
         );
     }
     let architecture = config.get("architecture").as_str();
@@ -332,8 +332,9 @@ pub fn warnings(config: &Value) -> Diagnostics {
         .as_str()
         .and_then(|t| TalosVersion::parse(t).ok())
     {
-        diagnostics
-            .extend(release::known_problem(version).map(|w| w.at(AttrPath::attr("talos_version"))));
+        diagnostics.extend(
+            release::known_problem(&version).map(|w| w.at(AttrPath::attr("talos_version"))),
+        );
     }
     diagnostics
 }

@@ -3,11 +3,10 @@
 //! Kubernetes versions it runs. Facts from Talos' `VersionContract`,
 //! `constants.DefaultKubernetesVersion` and compatibility tables.
 
-use std::cmp::Ordering;
 use std::fmt;
-use std::str::FromStr;
 
 use super::ConfigError;
+use crate::talos::release::{KubernetesVersion, TalosVersion};
 
 /// The config contracts hct generates for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -17,6 +16,16 @@ pub enum Contract {
 }
 
 impl Contract {
+    /// The contract of a release; an error for releases hct makes no
+    /// configs for.
+    pub fn of(talos: &TalosVersion) -> Result<Self, ConfigError> {
+        match talos.line() {
+            (1, 11) => Ok(Contract::V1_11),
+            (1, 12) => Ok(Contract::V1_12),
+            _ => Err(ConfigError::UnsupportedTalosVersion(talos.to_string())),
+        }
+    }
+
     /// Talos 1.12 moved network settings out of `machine.network` into
     /// documents (`HostnameConfig`, `LinkConfig`, `DHCPv4Config`, …) and the
     /// v1.12 schema no longer has `machine.network.interfaces`/`hostname`.
@@ -128,204 +137,28 @@ impl fmt::Display for Contract {
     }
 }
 
-/// `major.minor.patch` with an optional pre-release (`-beta.1`), written
-/// with or without a leading `v`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Semver {
-    major: u32,
-    minor: u32,
-    patch: u32,
-    pre_release: Option<String>,
-}
-
-impl Semver {
-    fn parse(text: &str) -> Option<Self> {
-        let text = text.strip_prefix('v').unwrap_or(text);
-        let (core, pre_release) = match text.split_once('-') {
-            Some((core, pre)) => (core, Some(pre)),
-            None => (text, None),
-        };
-        let mut parts = core.split('.');
-        let mut number = || -> Option<u32> {
-            let part = parts.next()?;
-            let digits_only = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
-            digits_only.then(|| part.parse().ok()).flatten()
-        };
-        let (major, minor, patch) = (number()?, number()?, number()?);
-        if parts.next().is_some() {
-            return None;
-        }
-        let pre_release = match pre_release {
-            Some(pre)
-                if !pre.is_empty()
-                    && pre.split('.').all(|id| {
-                        !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric())
-                    }) =>
-            {
-                Some(pre.to_owned())
-            }
-            Some(_) => return None,
-            None => None,
-        };
-        Some(Self {
-            major,
-            minor,
-            patch,
-            pre_release,
-        })
-    }
-}
-
-impl Semver {
-    /// Release order (semver): a pre-release comes before its release, and
-    /// pre-releases compare part by part, numbers as numbers
-    /// (`-alpha.9` < `-alpha.10` < `-beta.1`).
-    fn precedes(&self, other: &Semver) -> bool {
-        let core = |v: &Semver| (v.major, v.minor, v.patch);
-        match core(self).cmp(&core(other)) {
-            Ordering::Less => true,
-            Ordering::Greater => false,
-            Ordering::Equal => match (&self.pre_release, &other.pre_release) {
-                (Some(a), Some(b)) => compare_pre_releases(a, b) == Ordering::Less,
-                (Some(_), None) => true,
-                _ => false,
-            },
-        }
-    }
-}
-
-fn compare_pre_releases(a: &str, b: &str) -> Ordering {
-    let part = |p: &str| match p.parse::<u64>() {
-        // Numeric identifiers sort before alphanumeric ones.
-        Ok(n) => (0, n, String::new()),
-        Err(_) => (1, 0, p.to_string()),
-    };
-    a.split('.').map(part).cmp(b.split('.').map(part))
-}
-
-impl fmt::Display for Semver {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)?;
-        if let Some(pre) = &self.pre_release {
-            write!(f, "-{pre}")?;
-        }
+/// Checks Talos' Kubernetes support range for the release `talos`.
+pub(crate) fn check_kubernetes_supported(
+    kubernetes: &KubernetesVersion,
+    talos: &TalosVersion,
+) -> Result<(), ConfigError> {
+    let (oldest, newest) = Contract::of(talos)?.supported_kubernetes_minors();
+    let (major, minor) = kubernetes.line();
+    if major == 1 && (oldest..=newest).contains(&minor) {
         Ok(())
-    }
-}
-
-/// A Talos release, e.g. `v1.12.6`; its minor picks the [`Contract`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TalosVersion {
-    version: Semver,
-    contract: Contract,
-}
-
-impl TalosVersion {
-    pub fn contract(&self) -> Contract {
-        self.contract
-    }
-
-    /// Whether going from `self` to `next` would be a downgrade.
-    pub fn is_newer_than(&self, next: &TalosVersion) -> bool {
-        next.version.precedes(&self.version)
-    }
-}
-
-impl FromStr for TalosVersion {
-    type Err = ConfigError;
-
-    fn from_str(text: &str) -> Result<Self, ConfigError> {
-        let unsupported = || ConfigError::UnsupportedTalosVersion(text.to_owned());
-        let version = Semver::parse(text).ok_or_else(unsupported)?;
-        let contract = match (version.major, version.minor) {
-            (1, 11) => Contract::V1_11,
-            (1, 12) => Contract::V1_12,
-            _ => return Err(unsupported()),
-        };
-        Ok(Self { version, contract })
-    }
-}
-
-/// `v1.12.6`: the form image tags use.
-impl fmt::Display for TalosVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.version.fmt(f)
-    }
-}
-
-/// A Kubernetes release, e.g. `v1.35.2`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KubernetesVersion(Semver);
-
-impl KubernetesVersion {
-    const fn new(major: u32, minor: u32, patch: u32) -> Self {
-        Self(Semver {
-            major,
-            minor,
-            patch,
-            pre_release: None,
+    } else {
+        Err(ConfigError::UnsupportedKubernetesVersion {
+            kubernetes: kubernetes.to_string(),
+            talos: talos.to_string(),
+            oldest: format!("v1.{oldest}"),
+            newest: format!("v1.{newest}"),
         })
-    }
-
-    /// Checks Talos' support range for `contract`.
-    pub(crate) fn check_supported_by(&self, talos: &TalosVersion) -> Result<(), ConfigError> {
-        let (oldest, newest) = talos.contract.supported_kubernetes_minors();
-        if self.0.major == 1 && (oldest..=newest).contains(&self.0.minor) {
-            Ok(())
-        } else {
-            Err(ConfigError::UnsupportedKubernetesVersion {
-                kubernetes: self.to_string(),
-                talos: talos.to_string(),
-                oldest: format!("v1.{oldest}"),
-                newest: format!("v1.{newest}"),
-            })
-        }
-    }
-}
-
-impl FromStr for KubernetesVersion {
-    type Err = ConfigError;
-
-    fn from_str(text: &str) -> Result<Self, ConfigError> {
-        Semver::parse(text)
-            .map(Self)
-            .ok_or_else(|| ConfigError::InvalidInput {
-                field: "kubernetes_version",
-                reason: format!("{text:?} is not a version like v1.35.2"),
-            })
-    }
-}
-
-impl fmt::Display for KubernetesVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn releases_order_like_semver() {
-        let v = |text: &str| text.parse::<TalosVersion>().unwrap();
-        let ordered = [
-            "v1.11.3",
-            "v1.12.0-alpha.2",
-            "v1.12.0-alpha.10",
-            "v1.12.0-beta.1",
-            "v1.12.0",
-            "v1.12.6",
-            "1.12.7",
-        ];
-        for pair in ordered.windows(2) {
-            let (older, newer) = (v(pair[0]), v(pair[1]));
-            assert!(newer.is_newer_than(&older), "{newer} after {older}");
-            assert!(!older.is_newer_than(&newer), "{older} before {newer}");
-        }
-        assert!(!v("v1.12.6").is_newer_than(&v("1.12.6")));
-        assert_eq!(v("v1.12.6"), v("1.12.6"));
-    }
 
     #[test]
     fn talos_versions_pick_their_contract() {
@@ -336,24 +169,13 @@ mod tests {
             ("v1.12.0-beta.1", Contract::V1_12, "v1.12.0-beta.1"),
         ] {
             let version: TalosVersion = text.parse().unwrap();
-            assert_eq!(version.contract(), contract);
+            assert_eq!(Contract::of(&version).unwrap(), contract);
             assert_eq!(version.to_string(), shown);
         }
-        for text in [
-            "v1.10.7",
-            "v1.13.0",
-            "v2.12.0",
-            "1.12",
-            "v1.12.6.1",
-            "latest",
-            "v1.12.x",
-            "v1.12.6-",
-            "v1.12.6-a b",
-            "",
-        ] {
+        for text in ["v1.10.7", "v1.13.0", "v2.12.0"] {
             assert!(
                 matches!(
-                    text.parse::<TalosVersion>(),
+                    Contract::of(&text.parse().unwrap()),
                     Err(ConfigError::UnsupportedTalosVersion(_))
                 ),
                 "{text}"
@@ -379,10 +201,7 @@ mod tests {
             .parse()
             .unwrap();
             assert!(
-                contract
-                    .default_kubernetes_version()
-                    .check_supported_by(&talos)
-                    .is_ok()
+                check_kubernetes_supported(&contract.default_kubernetes_version(), &talos).is_ok()
             );
         }
     }
@@ -390,11 +209,7 @@ mod tests {
     #[test]
     fn kubernetes_support_follows_talos_compatibility() {
         let talos: TalosVersion = "v1.12.6".parse().unwrap();
-        let check = |k: &str| {
-            k.parse::<KubernetesVersion>()
-                .unwrap()
-                .check_supported_by(&talos)
-        };
+        let check = |k: &str| check_kubernetes_supported(&k.parse().unwrap(), &talos);
         assert!(check("1.30.0").is_ok());
         assert!(check("v1.35.9").is_ok());
         let error = check("v1.36.0").unwrap_err().to_string();
@@ -404,21 +219,7 @@ mod tests {
         );
         assert!(check("v1.29.9").is_err());
         let old: TalosVersion = "v1.11.3".parse().unwrap();
-        assert!(
-            "v1.29.0"
-                .parse::<KubernetesVersion>()
-                .unwrap()
-                .check_supported_by(&old)
-                .is_ok()
-        );
-        assert!(
-            "v1.35.0"
-                .parse::<KubernetesVersion>()
-                .unwrap()
-                .check_supported_by(&old)
-                .is_err()
-        );
-        assert!("1.35".parse::<KubernetesVersion>().is_err());
-        assert!("v1.35.0:evil".parse::<KubernetesVersion>().is_err());
+        assert!(check_kubernetes_supported(&"v1.29.0".parse().unwrap(), &old).is_ok());
+        assert!(check_kubernetes_supported(&"v1.35.0".parse().unwrap(), &old).is_err());
     }
 }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::ConfigError;
-use super::contract::{Contract, KubernetesVersion, TalosVersion};
+use super::contract::{self, Contract};
 use super::labels;
+use crate::talos::release::{KubernetesVersion, TalosVersion};
 
 /// The Talos release hct installs unless told otherwise.
 pub const DEFAULT_TALOS_VERSION: &str = "v1.12.6";
@@ -31,10 +32,10 @@ pub enum Role {
 pub struct NodeConfigInput {
     pub cluster_name: String,
     /// e.g. `v1.12.6`; its minor picks the config contract.
-    pub talos_version: String,
+    pub talos_version: TalosVersion,
     /// e.g. `v1.35.2`; default: Talos' own default for the contract
     /// (v1.11 → v1.34.1, v1.12 → v1.35.2).
-    pub kubernetes_version: Option<String>,
+    pub kubernetes_version: Option<KubernetesVersion>,
     /// Image Factory schematic id (64 hex digits) of the installed image.
     pub schematic_id: String,
     /// Default [`DEFAULT_INSTALL_DISK`].
@@ -91,17 +92,18 @@ pub(crate) struct Node {
 
 impl NodeConfigInput {
     pub(crate) fn check(&self) -> Result<Node, ConfigError> {
-        let talos: TalosVersion = self.talos_version.parse()?;
+        let talos = self.talos_version.clone();
+        let contract = Contract::of(&talos)?;
         let kubernetes = match &self.kubernetes_version {
-            Some(version) => version.parse()?,
-            None => talos.contract().default_kubernetes_version(),
+            Some(version) => version.clone(),
+            None => contract.default_kubernetes_version(),
         };
-        kubernetes.check_supported_by(&talos)?;
+        contract::check_kubernetes_supported(&kubernetes, &talos)?;
         labels::check_labels(&self.node_labels)?;
         labels::check_taints(&self.node_taints)?;
         Ok(Node {
             cluster_name: check_cluster_name(&self.cluster_name)?,
-            contract: talos.contract(),
+            contract,
             talos,
             kubernetes,
             schematic_id: check_schematic_id(&self.schematic_id)?,

@@ -9,19 +9,11 @@
 use serde_json::{Value, json};
 
 use super::input::Node;
-
-const IMAGE_FACTORY: &str = "factory.talos.dev";
-const PLATFORM: &str = "hcloud";
+use crate::talos::image;
 
 /// The installer for the node's schematic and Talos version.
 pub(crate) fn installer_image(node: &Node) -> String {
-    installer_image_for(&node.schematic_id, &node.talos.to_string())
-}
-
-/// The Image Factory's Hetzner installer of `schematic_id` at `talos_version`
-/// (what `talosctl upgrade --image` takes).
-pub fn installer_image_for(schematic_id: &str, talos_version: &str) -> String {
-    format!("{IMAGE_FACTORY}/{PLATFORM}-installer/{schematic_id}:{talos_version}")
+    image::installer_image(image::DEFAULT_FACTORY_URL, &node.schematic_id, &node.talos)
 }
 
 /// `machine.install`, in schema order.

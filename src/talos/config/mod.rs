@@ -3,7 +3,7 @@
 //!
 //! Where things live:
 //! - `input`: [`NodeConfigInput`], its defaults and checks.
-//! - `contract`: Talos / Kubernetes versions and what each contract emits.
+//! - `contract`: what each contract emits, and the Kubernetes releases it runs.
 //! - `machine`: the `machine` section (kubelet, features, labels, taints).
 //! - `install`: the install disk and the Image Factory installer image.
 //! - `network`: DHCP, the default route via the gateway, the hostname
@@ -29,13 +29,13 @@ use std::fmt;
 
 use serde_json::json;
 
-pub use contract::{Contract, KubernetesVersion, TalosVersion};
+pub use contract::Contract;
+pub(crate) use contract::check_kubernetes_supported;
 pub use fingerprint::config_sha256;
 pub(crate) use input::is_cluster_name;
 pub use input::{
     DEFAULT_INSTALL_DISK, DEFAULT_PRIVATE_INTERFACE, DEFAULT_TALOS_VERSION, NodeConfigInput, Role,
 };
-pub use install::installer_image_for;
 pub use patch::PatchError;
 pub use user_data::{USER_DATA_LIMIT, user_data};
 

@@ -30,7 +30,7 @@ pub fn hetzner_architecture(architecture: &str) -> Option<&'static str> {
 pub fn image_url(
     factory: &str,
     schematic_id: &str,
-    version: TalosVersion,
+    version: &TalosVersion,
     architecture: &str,
 ) -> String {
     format!(
@@ -41,12 +41,12 @@ pub fn image_url(
 
 /// The installer image nodes install and upgrade from. Since Talos 1.10 the
 /// factory serves an installer per platform; `installer/` is the metal one.
-pub fn installer_image(factory: &str, schematic_id: &str, version: TalosVersion) -> String {
+pub fn installer_image(factory: &str, schematic_id: &str, version: &TalosVersion) -> String {
     let host = factory
         .trim_end_matches('/')
         .trim_start_matches("https://")
         .trim_start_matches("http://");
-    let installer = if version >= TalosVersion::new(1, 10, 0) {
+    let installer = if *version >= TalosVersion::new(1, 10, 0) {
         "hcloud-installer"
     } else {
         "installer"
@@ -56,7 +56,7 @@ pub fn installer_image(factory: &str, schematic_id: &str, version: TalosVersion)
 
 /// The labels that identify a Talos snapshot of hct's.
 pub fn snapshot_selector(
-    version: TalosVersion,
+    version: &TalosVersion,
     architecture: &str,
     schematic_id: Option<&str>,
 ) -> LabelSelector {
@@ -86,20 +86,20 @@ mod tests {
         let v = TalosVersion::new(1, 12, 6);
         let id = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
         assert_eq!(
-            image_url("https://factory.talos.dev/", id, v, "arm64"),
+            image_url("https://factory.talos.dev/", id, &v, "arm64"),
             format!("https://factory.talos.dev/image/{id}/v1.12.6/hcloud-arm64.raw.xz")
         );
         assert_eq!(
-            installer_image(DEFAULT_FACTORY_URL, id, v),
+            installer_image(DEFAULT_FACTORY_URL, id, &v),
             format!("factory.talos.dev/hcloud-installer/{id}:v1.12.6")
         );
         assert_eq!(
-            installer_image(DEFAULT_FACTORY_URL, id, TalosVersion::new(1, 9, 5)),
+            installer_image(DEFAULT_FACTORY_URL, id, &TalosVersion::new(1, 9, 5)),
             format!("factory.talos.dev/installer/{id}:v1.9.5")
         );
         assert_eq!(schematic_label(id).len(), 32);
         assert_eq!(
-            snapshot_selector(v, "amd64", Some(id)).to_string(),
+            snapshot_selector(&v, "amd64", Some(id)).to_string(),
             "os=talos,version=v1.12.6,arch=amd64,schematic=376567988ad370138ad8b2698212367b"
         );
         assert_eq!(
