@@ -18,7 +18,7 @@ fn spec(network: i64, n: u32) -> PrivateServer {
         location: "nbg1".into(),
         image: "debian-13".into(),
         network,
-        ip: format!("10.0.128.{}", 100 + n),
+        ip: format!("10.0.128.{}", 100 + n).parse().unwrap(),
         placement_group: None,
         labels: [("bench".to_string(), "yes".to_string())].into(),
         user_data: None,

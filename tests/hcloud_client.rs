@@ -27,7 +27,7 @@ fn spec(network: i64, name: &str, ip: &str) -> PrivateServer {
         location: "nbg1".into(),
         image: "debian-13".into(),
         network,
-        ip: ip.into(),
+        ip: ip.parse().unwrap(),
         placement_group: None,
         labels: labels(&[("cluster", "test"), ("role", "worker")]),
         user_data: Some("#cloud-config\n".into()),
@@ -71,7 +71,10 @@ async fn creates_a_private_only_server_stopped_attached_then_running() {
         fresh.public_net.ipv4.is_none() && fresh.public_net.ipv6.is_none(),
         "no public IPs"
     );
-    assert_eq!(fresh.private_ip(network), Some("10.0.128.65"));
+    assert_eq!(
+        fresh.private_ip(network),
+        Some("10.0.128.65".parse().unwrap())
+    );
     assert_eq!(fresh.status, "running");
     assert_eq!(
         fresh.labels.get("cluster").map(String::as_str),
@@ -179,7 +182,10 @@ async fn adopts_a_server_whose_create_answer_was_lost() {
         .create_private_server(&spec, TIMEOUT, |_| {})
         .await
         .unwrap();
-    assert_eq!(server.private_ip(network), Some("10.0.128.68"));
+    assert_eq!(
+        server.private_ip(network),
+        Some("10.0.128.68".parse().unwrap())
+    );
     assert_eq!(servers_named(&sim, "test-general-4"), 1);
     sim.shutdown().await.unwrap();
 }

@@ -57,7 +57,7 @@ async fn server(
         location: "nbg1".into(),
         image: image.to_string(),
         network,
-        ip: ip.into(),
+        ip: ip.parse().unwrap(),
         placement_group: None,
         labels: [("cluster".to_string(), "talos-api-test".to_string())].into(),
         user_data,

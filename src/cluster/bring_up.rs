@@ -8,8 +8,9 @@ use futures_util::future::join_all;
 use tracing::info;
 
 use super::ClusterError;
+use super::group::Group;
 use super::kube_api;
-use super::provision::{Group, NodeRecord};
+use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::talos::Role;
 use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
@@ -74,7 +75,7 @@ pub(super) async fn back_in_service(
 
 /// Until the node answers with the cluster's certificate (it is configured).
 async fn talos_api(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterError> {
-    let address = group.address(&node.ip)?;
+    let address = group.address(node.ip);
     wait::until(
         group.deadline,
         &node.name,
@@ -93,7 +94,7 @@ async fn talos_api(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterEr
 
 /// Bootstraps etcd on `node`; already bootstrapped is fine (a rerun).
 async fn bootstrap(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterError> {
-    let address = group.address(&node.ip)?;
+    let address = group.address(node.ip);
     let outcome = wait::until(group.deadline, &node.name, "bootstrapping etcd", || {
         let address = address.clone();
         async move {
@@ -121,7 +122,7 @@ async fn etcd_members(
     ask: &NodeRecord,
     nodes: &[NodeRecord],
 ) -> Result<(), ClusterError> {
-    let address = group.address(&ask.ip)?;
+    let address = group.address(ask.ip);
     wait::until(
         group.deadline,
         &ask.name,
@@ -160,7 +161,7 @@ async fn api_server(
     node: &NodeRecord,
     credentials: &ApiCredentials,
 ) -> Result<(), ClusterError> {
-    let address = group.address(&node.ip)?;
+    let address = group.address(node.ip);
     wait::until(
         group.deadline,
         &node.name,
@@ -180,7 +181,7 @@ async fn services(
     node: &NodeRecord,
     wanted: &[&str],
 ) -> Result<(), ClusterError> {
-    let address = group.address(&node.ip)?;
+    let address = group.address(node.ip);
     let step = format!("waiting for {}", wanted.join(" and "));
     wait::until(group.deadline, &node.name, &step, || {
         let address = address.clone();

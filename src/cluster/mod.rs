@@ -9,8 +9,12 @@
 //! - `settings`: the cluster-wide inputs every node's config is made from,
 //!   and the worker-join bundle that carries them to worker pools.
 //! - `preflight`: checks against Hetzner before anything is created.
-//! - `provision`: servers and placement groups of one group (create, adopt,
-//!   scale down, re-apply configs, delete).
+//! - `group`: one group of servers (the control plane or a pool) and what
+//!   its operations share; `record`: the nodes as state records them.
+//! - `converge`: make a group's servers match the plan (create, adopt,
+//!   replace, re-apply configs); `scale_down`, `resize` and `placement`
+//!   (spread placement groups) are its steps.
+//! - `teardown`: destroying a whole cluster.
 //! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet,
 //!   and the Kubernetes API's `/readyz` (`kube_api`).
 //! - `running_config`: the configs nodes run, read back at refresh (drift).
@@ -19,18 +23,25 @@
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
 pub mod bring_up;
+mod converge;
 pub mod error;
+pub mod group;
 pub mod kube_api;
 pub mod naming;
+mod placement;
 pub mod preflight;
-pub mod provision;
+pub mod record;
+mod resize;
 pub mod running_config;
+mod scale_down;
 pub mod settings;
 pub mod slots;
+pub mod teardown;
 pub mod upgrade;
 pub mod wait;
 
 pub use error::ClusterError;
-pub use provision::{GroupSpec, NodeRecord, Recorder};
+pub use group::{Group, GroupSpec};
+pub use record::{NodeRecord, Recorder};
 pub use settings::{ClusterSettings, ConfigDelivery, WorkerJoin};
 pub use slots::NodeSlot;

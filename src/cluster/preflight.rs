@@ -23,6 +23,7 @@ pub struct Preflight<'a> {
     pub paths: Paths,
 }
 
+#[derive(Clone)]
 pub struct Paths {
     pub network_id: AttrPath,
     pub network_plan: AttrPath,

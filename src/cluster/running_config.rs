@@ -2,14 +2,14 @@
 //! refreshes, so a config changed outside hct (`talosctl apply-config`,
 //! `talosctl edit mc`) shows up in the plan as a re-apply.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
-use super::provision::NodeRecord;
+use super::record::NodeRecord;
 use crate::talos::api::{NodeAddress, TalosClient, TalosError, Trust};
 use crate::talos::config::config_sha256;
 
@@ -41,8 +41,7 @@ pub async fn refresh(
     let asks = nodes.iter().map(|node| async move {
         // A node hct has not configured yet gets its config at the next apply.
         node.config_sha256.as_ref()?;
-        let ip: IpAddr = node.ip.parse().ok()?;
-        let address = NodeAddress::new(ip, proxy);
+        let address = NodeAddress::new(node.ip.into(), proxy);
         let running = tokio::select! {
             asked = tokio::time::timeout(READ_TIMEOUT, running_config(&address, trust)) => {
                 asked.unwrap_or_else(|_| Running::Unknown(format!(

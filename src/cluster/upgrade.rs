@@ -7,7 +7,8 @@ use tracing::{info, warn};
 
 use super::ClusterError;
 use super::bring_up;
-use super::provision::{Group, NodeRecord};
+use super::group::Group;
+use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::talos::api::{NodeAddress, TalosClient, TalosError};
 use crate::talos::image::{self, DEFAULT_FACTORY_URL};
@@ -18,7 +19,7 @@ use crate::talos::release::TalosVersion;
 /// error: hct does not downgrade.
 pub async fn to_release(group: &Group<'_>, node: &NodeRecord) -> Result<bool, ClusterError> {
     let target = &group.settings.talos_version;
-    let address = group.address(&node.ip)?;
+    let address = group.address(node.ip);
     let running = wait::until(
         group.deadline,
         &node.name,

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use std::net::Ipv4Addr;
+
 use serde::{Deserialize, Serialize};
 
 pub type Labels = BTreeMap<String, String>;
@@ -66,11 +68,12 @@ pub struct Server {
 
 impl Server {
     /// This server's IP in `network`, if attached.
-    pub fn private_ip(&self, network: i64) -> Option<&str> {
+    /// The server's IP in `network`, if it is attached there.
+    pub fn private_ip(&self, network: i64) -> Option<Ipv4Addr> {
         self.private_net
             .iter()
             .find(|n| n.network == network)
-            .map(|n| n.ip.as_str())
+            .and_then(|n| n.ip.parse().ok())
     }
 }
 

@@ -1,6 +1,7 @@
 //! Servers, and the private-only creation flow: create stopped without
 //! public IPs, attach to the network at a fixed IP, power on.
 
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use reqwest::Method;
@@ -27,7 +28,7 @@ pub struct PrivateServer {
     /// Image id or name.
     pub image: String,
     pub network: i64,
-    pub ip: String,
+    pub ip: Ipv4Addr,
     pub placement_group: Option<i64>,
     pub labels: Labels,
     pub user_data: Option<String>,
@@ -376,13 +377,13 @@ impl Client {
             }
             None => {
                 let action = self
-                    .attach_to_network(server.id, spec.network, &spec.ip)
+                    .attach_to_network(server.id, spec.network, &spec.ip.to_string())
                     .await?;
                 self.wait_for_actions(vec![action], &what("attaching to the network"), left())
                     .await?;
                 server.private_net.push(PrivateNet {
                     network: spec.network,
-                    ip: spec.ip.clone(),
+                    ip: spec.ip.to_string(),
                     ..PrivateNet::default()
                 });
             }

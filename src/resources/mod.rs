@@ -5,12 +5,17 @@
 //! - `talos_image`: `resource` and `data "hct_talos_image"`.
 //! - `cluster`: `resource "hct_cluster"` (the control plane).
 //! - `worker_pool`: `resource "hct_worker_pool"`.
-//! - `common`: what the cluster and pool resources share.
+//! - `node_group`: the lifecycle the cluster and pool resources share (the
+//!   node list in state, plan, apply, drift, import); `labels`, `timeouts`
+//!   and `values`: their shared attribute rules and helpers.
 
 pub mod cluster;
-pub mod common;
+pub mod labels;
 pub mod network_plan;
+pub mod node_group;
 pub mod talos_image;
+pub mod timeouts;
+pub mod values;
 pub mod worker_pool;
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The schema of `hct_cluster`, written as its documentation.
 
-use crate::resources::common::{NODE_LIST_DESCRIPTION, node_list_type, timeouts_block};
+use crate::resources::node_group::{NODE_LIST_DESCRIPTION, node_list_type};
+use crate::resources::timeouts;
 use crate::tf::{Attribute, Mode, Nesting, Schema, Type};
 
 pub fn schema() -> Schema {
@@ -115,5 +116,5 @@ pub fn schema() -> Schema {
     .attribute(Attribute::computed("worker_join", Type::String).sensitive().description(
         "Everything `hct_worker_pool` needs to join the cluster (holds the machine secrets).",
     ))
-    .block(timeouts_block("30m", "30m", "15m"))
+    .block(timeouts::block())
 }

@@ -1,15 +1,15 @@
-//! Reading `hct_cluster`'s configuration: checks that need no API (at
-//! validate time, with unknowns allowed) and the settings the cluster logic
-//! works from.
+//! `hct_cluster`'s configuration: checks that need no API (at validate
+//! time, with unknowns allowed), and its decoding into the settings and the
+//! control plane's group spec the cluster runbook works from.
 
-use crate::cluster::preflight;
-use crate::cluster::provision::GroupSpec;
+use crate::cluster::GroupSpec;
+use crate::cluster::preflight::{self, Paths};
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
 use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::network_plan::NetworkPlan;
-use crate::resources::common::{
-    string_list, string_map, validate_server_labels, validate_timeouts,
-};
+use crate::resources::labels::validate_server_labels;
+use crate::resources::timeouts;
+use crate::resources::values::{string_list, string_map};
 use crate::talos::config::{Contract, DEFAULT_INSTALL_DISK, check_kubernetes_supported};
 use crate::talos::image::schematic::Schematic;
 use crate::talos::release;
@@ -27,6 +27,22 @@ pub fn attr(name: &str) -> AttrPath {
 
 pub fn control_plane_attr(name: &str) -> AttrPath {
     AttrPath::attr("control_plane").attr_of(name)
+}
+
+/// A string attribute, empty when unknown or null (validate checked it).
+pub fn text<'a>(value: &'a Value, name: &str) -> &'a str {
+    value.get(name).as_str().unwrap_or_default()
+}
+
+/// Where preflight findings about the control plane point.
+pub fn paths() -> Paths {
+    Paths {
+        network_id: attr("network_id"),
+        network_plan: attr("network_plan"),
+        image_id: attr("image_id"),
+        server_type: control_plane_attr("server_type"),
+        location: control_plane_attr("location"),
+    }
 }
 
 /// The default schematic: no extensions, no extra kernel arguments.
@@ -141,7 +157,7 @@ pub fn validate(config: &Value) -> Diagnostics {
             .at(attr("machine_secrets")),
         );
     }
-    found.extend(validate_timeouts(config));
+    found.extend(timeouts::validate(config));
     found
 }
 
@@ -198,7 +214,7 @@ fn check_kubernetes_version(talos: &str, kubernetes: &str) -> Diagnostics {
 /// The settings of a wholly known configuration (after defaults), with the
 /// secrets to use; None when something is still unknown.
 pub fn settings(value: &Value, secrets: Secrets) -> Result<ClusterSettings, Diagnostic> {
-    let text = |name: &str| value.get(name).as_str().unwrap_or_default().to_string();
+    let text = |name: &str| text(value, name).to_string();
     let plan = parse_plan(&text("network_plan"))
         .map_err(|why| Diagnostic::error("Invalid network plan", why).at(attr("network_plan")))?;
     Ok(ClusterSettings {

@@ -1,0 +1,224 @@
+//! Making a group's servers match the plan: create what is missing
+//! (adopting servers of ours that exist but are not in state), replace
+//! servers a killed run left with other secrets, scale down, restore
+//! labels, resize, and re-apply changed machine configs one node at a time
+//! (upgrading Talos first when the release changed). Every server is
+//! recorded the moment it exists or is gone.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use futures_util::future::join_all;
+use tracing::{info, warn};
+
+use super::ClusterError;
+use super::group::{Desired, Group};
+use super::naming;
+use super::record::NodeRecord;
+use super::settings::ConfigDelivery;
+use super::slots::{self, NodeSlot};
+use super::upgrade;
+use super::wait::{self, Retry};
+use crate::hcloud::PrivateServer;
+use crate::hcloud::models::Server;
+use crate::talos::api::{ApplyMode, TalosClient, TalosError, Trust};
+
+impl Group<'_> {
+    /// Makes the group match `slots`. Returns the names of the nodes it
+    /// created (which the caller waits for).
+    pub async fn converge(&self, slots: &[NodeSlot]) -> Result<Vec<String>, ClusterError> {
+        let desired = self.desired(slots)?;
+        let mut existing = self.existing().await?;
+
+        // State follows Hetzner: servers deleted behind our back are
+        // forgotten (and created again below).
+        for node in self.recorder.nodes() {
+            if !existing.values().any(|s| s.id == node.server_id) {
+                info!(node = %node.name, "server no longer exists; it will be created again");
+                self.recorder.remove(&node.name);
+            }
+        }
+
+        // Servers of ours that state does not know and whose config holds
+        // other secrets (a run killed before Terraform saved them) can never
+        // join: replace them.
+        let fingerprint = self.settings.secrets_fingerprint();
+        let recorded = self.recorder.nodes();
+        let stale: Vec<Server> = existing
+            .values()
+            .filter(|s| !recorded.iter().any(|n| n.server_id == s.id))
+            .filter(|s| s.labels.get(naming::SECRETS) != Some(&fingerprint))
+            .cloned()
+            .collect();
+        for server in stale {
+            warn!(node = %server.name, "server left by an interrupted run with other secrets; replacing it");
+            self.delete_server(&server).await?;
+            existing.remove(&server.name);
+        }
+
+        self.scale_down(&desired, &mut existing).await?;
+        let groups = self
+            .ensure_placement_groups(slots::placement_groups_for(slots.len() as u32))
+            .await?;
+
+        // Missing servers, and servers of ours a killed run left behind
+        // (not in state, or not yet attached and running), go through the
+        // creation flow, which adopts them instead of creating duplicates.
+        let network = self.settings.network_id;
+        let recorded = self.recorder.nodes();
+        let unfinished: Vec<(&Desired, Option<&NodeRecord>)> = desired
+            .iter()
+            .filter_map(|d| {
+                let record = recorded.iter().find(|n| n.name == d.slot.name);
+                let ready = existing.get(&d.slot.name).is_some_and(|s| {
+                    s.status == "running"
+                        && s.private_ip(network).is_some()
+                        && record.is_some_and(|r| r.server_id == s.id)
+                });
+                (!ready).then_some((d, record))
+            })
+            .collect();
+        let created = join_all(unfinished.iter().map(|(d, record)| {
+            let adopting = existing.contains_key(&d.slot.name);
+            self.create(
+                d,
+                &groups,
+                adopting,
+                record.and_then(|r| r.config_sha256.clone()),
+            )
+        }))
+        .await;
+        let mut created_names = Vec::new();
+        for result in created {
+            created_names.push(result?);
+        }
+
+        for d in &desired {
+            if let Some(server) = existing.get(&d.slot.name) {
+                self.restore_labels(server).await?;
+            }
+        }
+        // A new server type: one node at a time, each back in service before
+        // the next goes down.
+        let resizing: Vec<&Server> = desired
+            .iter()
+            .filter_map(|d| existing.get(&d.slot.name))
+            .filter(|s| s.server_type.name != self.spec.server_type)
+            .collect();
+        self.resize(&resizing).await?;
+        // One node at a time, so a bad config never takes down more than one.
+        for d in &desired {
+            if let Some(node) = self.recorder.node(&d.slot.name)
+                && node.config_sha256.as_deref() != Some(d.sha256.as_str())
+            {
+                // A new talos_version changes every config (its installer
+                // image): the node moves to that release before it gets the
+                // config made for it.
+                upgrade::to_release(self, &node).await?;
+                info!(node = %node.name, "machine config changed; applying it");
+                self.apply_config(d, node.ip).await?;
+            }
+        }
+        self.remove_spare_placement_groups(
+            &groups,
+            slots::placement_groups_for(slots.len() as u32),
+        )
+        .await?;
+        Ok(created_names)
+    }
+
+    /// Creates one node's server (stopped, attached, powered on), recording
+    /// it the moment it exists; with `apply` delivery (or an adopted server
+    /// whose config is unknown), applies its config over the Talos API.
+    /// `adopting`: a server of this name exists already (its config is
+    /// `known_sha256` if state recorded one, else applied again).
+    async fn create(
+        &self,
+        d: &Desired,
+        groups: &BTreeMap<u32, i64>,
+        adopting: bool,
+        known_sha256: Option<String>,
+    ) -> Result<String, ClusterError> {
+        let user_data = match self.settings.delivery {
+            ConfigDelivery::UserData => Some(
+                crate::talos::user_data(d.config.as_str())
+                    .map_err(ClusterError::config(&d.slot.name))?,
+            ),
+            ConfigDelivery::Apply => None,
+        };
+        let spec = PrivateServer {
+            name: d.slot.name.clone(),
+            server_type: self.spec.server_type.clone(),
+            location: self.spec.location.clone(),
+            image: self.settings.image_id.clone(),
+            network: self.settings.network_id,
+            ip: d.slot.ip,
+            placement_group: groups.get(&d.slot.placement_group).copied(),
+            labels: self.wanted_labels(),
+            user_data,
+            ssh_keys: self.settings.ssh_key_ids.clone(),
+        };
+        info!(node = %d.slot.name, ip = %d.slot.ip, "creating server");
+        let recorded_sha = match (adopting, self.settings.delivery) {
+            (true, _) => known_sha256,
+            (false, ConfigDelivery::UserData) => Some(d.sha256.clone()),
+            (false, ConfigDelivery::Apply) => None,
+        };
+        let needs_apply = recorded_sha.is_none();
+        self.client
+            .create_private_server(&spec, self.deadline.left(), |server| {
+                self.recorder.put(
+                    self.cluster(),
+                    self.group(),
+                    NodeRecord {
+                        name: server.name.clone(),
+                        server_id: server.id,
+                        ip: d.slot.ip,
+                        config_sha256: recorded_sha.clone(),
+                    },
+                );
+            })
+            .await
+            .map_err(ClusterError::hcloud(format!(
+                "creating server {}",
+                d.slot.name
+            )))?;
+        if needs_apply {
+            self.apply_config(d, d.slot.ip).await?;
+        }
+        Ok(d.slot.name.clone())
+    }
+
+    /// Gives the node its config: over mTLS when it is configured (Talos
+    /// applies without reboot where it can), in maintenance mode otherwise.
+    async fn apply_config(&self, d: &Desired, ip: Ipv4Addr) -> Result<(), ClusterError> {
+        let address = self.address(ip);
+        let config = d.config.as_str().as_bytes();
+        wait::until(self.deadline, &d.slot.name, "applying the machine config", || {
+            let address = address.clone();
+            async move {
+                match TalosClient::connect(&address, self.trust).await {
+                    Ok(mut client) => {
+                        let applied = client.apply_configuration(config, ApplyMode::Auto).await?;
+                        info!(node = %d.slot.name, mode = %applied.mode, "machine config applied");
+                        return Ok(());
+                    }
+                    Err(TalosError::Maintenance { .. }) => {}
+                    Err(other) => return Err(Retry::from(other)),
+                }
+                let maintenance = Trust::Maintenance {
+                    pinned_spki_sha256: None,
+                };
+                let mut client = TalosClient::connect(&address, &maintenance).await?;
+                client.apply_configuration(config, ApplyMode::Auto).await?;
+                info!(node = %d.slot.name, "machine config applied in maintenance mode; installing");
+                Ok(())
+            }
+        })
+        .await?;
+        self.recorder.update(&d.slot.name, |node| {
+            node.config_sha256 = Some(d.sha256.clone())
+        });
+        Ok(())
+    }
+}

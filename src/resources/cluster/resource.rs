@@ -1,0 +1,495 @@
+//! `resource "hct_cluster"`: plan, apply, read and import of the control
+//! plane, over the node-group lifecycle it shares with the pools
+//! (`resources::node_group`); what is its own: defaults, the changes it
+//! cannot make in place, the machine secrets, the client configs and
+//! `worker_join`, and destroying the whole cluster.
+
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use tracing::info;
+
+use super::model::{self, attr, control_plane_attr};
+use super::schema;
+use crate::cluster::settings::ClusterSettings;
+use crate::cluster::wait::Deadline;
+use crate::cluster::{NodeRecord, naming, slots, teardown};
+use crate::network_plan::CONTROL_PLANE_GROUP;
+use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
+use crate::resources::node_group::{self, Recorded, Run, nodes_from, nodes_value};
+use crate::resources::timeouts::{self, Operation};
+use crate::resources::values::{failed, map_value, object_mut, set, string_map};
+use crate::talos::Secrets;
+use crate::talos::client_config;
+use crate::talos::release::TalosVersion;
+use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
+
+pub const TYPE_NAME: &str = "hct_cluster";
+
+/// The state attribute with the control plane's nodes.
+const NODES: &str = "control_plane_nodes";
+
+pub struct ClusterResource;
+
+#[async_trait]
+impl Resource for ClusterResource {
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        schema::schema()
+    }
+
+    fn validate(&self, config: &Value) -> Diagnostics {
+        model::validate(config)
+    }
+
+    async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan {
+        if request.proposed.is_null() {
+            return Plan::default();
+        }
+        let mut plan = Plan {
+            planned: request.proposed.clone(),
+            ..Plan::default()
+        };
+        let prior = &request.prior;
+        if !prior.is_null() {
+            immutable_changes(prior, &request.proposed, &mut plan);
+        }
+        fill_defaults(&mut plan.planned, prior);
+        let planned = &mut plan.planned;
+        set(planned, "id", planned.get("name").clone());
+
+        let Some(network_plan) = planned
+            .get("network_plan")
+            .as_str()
+            .and_then(|t| model::parse_plan(t).ok())
+        else {
+            for name in [
+                "endpoint",
+                NODES,
+                "talosconfig",
+                "kubeconfig",
+                "worker_join",
+            ] {
+                set(planned, name, Value::Unknown);
+            }
+            return plan;
+        };
+        set(
+            planned,
+            "endpoint",
+            Value::from(network_plan.cluster_endpoint()),
+        );
+        // The secrets, once known, make every config (and its hash) known.
+        let settings = match planned.get("machine_secrets") {
+            Value::String(text) if planned.is_wholly_known() => Secrets::from_yaml(text)
+                .ok()
+                .and_then(|secrets| model::settings(planned, secrets).ok()),
+            _ => None,
+        };
+        let cluster = planned.get("name").as_str().unwrap_or_default().to_string();
+        let slots = slots::of(&cluster, CONTROL_PLANE_GROUP, network_plan.control_plane());
+        let spec = model::control_plane_group(planned);
+        let (nodes, new_servers) = node_group::plan_nodes(
+            &slots,
+            &nodes_from(prior.get(NODES)),
+            settings.as_ref().map(|s| (s, &spec)),
+            &attr("config_patches"),
+            &mut plan.diagnostics,
+        );
+        set(planned, NODES, nodes);
+        plan_client_configs(prior, planned);
+        let join = settings
+            .as_ref()
+            .map_or(Value::Unknown, |s| Value::from(s.worker_join().encode()));
+        set(planned, "worker_join", join);
+
+        // New servers, or a new server type for the old ones: check what
+        // Hetzner offers before anything is touched.
+        let new_type = !prior.is_null()
+            && prior.get("control_plane").get("server_type")
+                != planned.get("control_plane").get("server_type");
+        if (new_servers > 0 || new_type)
+            && model::preflight_inputs_known(planned)
+            && let Ok(talos_version) = TalosVersion::parse(model::text(planned, "talos_version"))
+            && let Ok(client) = ctx.hcloud()
+        {
+            let target = node_group::Target {
+                network_id: planned.get("network_id").as_i64().unwrap_or_default(),
+                plan: &network_plan,
+                image_id: planned.get("image_id").as_str(),
+                talos_version: &talos_version,
+            };
+            let found =
+                node_group::preflight(&client, &target, &spec, new_servers, &model::paths()).await;
+            plan.diagnostics.extend(found);
+        }
+        plan
+    }
+
+    async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied {
+        if request.planned.is_null() {
+            return destroy(ctx, &request.prior).await;
+        }
+        let operation = if request.prior.is_null() {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        let timeout = match timeouts::limit(&request.config, operation) {
+            Ok(t) => t,
+            Err(d) => return failed(request.prior, d),
+        };
+        let secrets = match request.planned.get("machine_secrets").as_str() {
+            Some(text) => Secrets::from_yaml(text).map_err(|e| {
+                Diagnostic::error("Invalid machine_secrets", e.to_string())
+                    .at(attr("machine_secrets"))
+            }),
+            None => {
+                info!("generating the cluster's machine secrets");
+                Secrets::generate().map_err(|e| {
+                    Diagnostic::error("Could not generate machine secrets", e.to_string())
+                })
+            }
+        };
+        let secrets = match secrets {
+            Ok(s) => s,
+            Err(d) => return failed(request.prior, d),
+        };
+        let mut state = request.planned.clone();
+        set(
+            &mut state,
+            "machine_secrets",
+            Value::from(secrets.to_yaml()),
+        );
+        let settings = match model::settings(&state, secrets) {
+            Ok(s) => s,
+            Err(d) => return failed(request.prior, d),
+        };
+        let spec = model::control_plane_group(&state);
+        let slots = slots::of(
+            &settings.cluster_name,
+            CONTROL_PLANE_GROUP,
+            settings.plan.control_plane(),
+        );
+        let run = Run {
+            ctx,
+            settings: &settings,
+            spec: &spec,
+            slots: &slots,
+            prior_nodes: nodes_from(request.prior.get(NODES)),
+            timeout,
+            paths: &model::paths(),
+            placement_group_ids: false,
+        };
+        let mut outcome = match node_group::converge(run).await {
+            Ok(outcome) => outcome,
+            Err(found) => {
+                return Applied {
+                    new_state: request.prior,
+                    private: request.private,
+                    diagnostics: found,
+                };
+            }
+        };
+        // Whatever happened, state gets every server that exists.
+        if let Err(d) = finish_state(&mut state, &settings, &outcome.nodes) {
+            outcome.diagnostics.push(d);
+        }
+        if request.prior.is_null() && outcome.nodes.is_empty() && outcome.diagnostics.has_errors() {
+            // Nothing was created: no state at all.
+            state = Value::Null;
+        }
+        Applied {
+            new_state: state,
+            private: request.private,
+            diagnostics: outcome.diagnostics,
+        }
+    }
+
+    async fn read(
+        &self,
+        ctx: &Context,
+        state: Value,
+        _private: Vec<u8>,
+    ) -> (Option<Value>, Diagnostics) {
+        let cluster = model::text(&state, "name").to_string();
+        let settings = state
+            .get("machine_secrets")
+            .as_str()
+            .ok_or_else(|| "no machine_secrets in state".to_string())
+            .and_then(|text| Secrets::from_yaml(text).map_err(|e| e.to_string()))
+            .and_then(|secrets| model::settings(&state, secrets).map_err(|d| d.summary));
+        let wanted_labels = string_map(state.get("control_plane").get("server_labels"));
+        let recorded = Recorded {
+            cluster: &cluster,
+            group: CONTROL_PLANE_GROUP,
+            network: state.get("network_id").as_i64(),
+            nodes: nodes_from(state.get(NODES)),
+            server_labels: &wanted_labels,
+            server_type: state.get("control_plane").get("server_type").as_str(),
+        };
+        let refreshed = match node_group::refresh(ctx, recorded, settings).await {
+            Ok(r) => r,
+            Err(d) => return (Some(state), d.into()),
+        };
+        if refreshed.servers.is_empty() {
+            info!(
+                cluster,
+                "no control-plane server exists any more; the cluster is gone"
+            );
+            return (None, Diagnostics::new());
+        }
+        let mut state = state;
+        set(&mut state, NODES, nodes_value(&refreshed.nodes));
+        // Labels and types changed on Hetzner show as a diff, so apply
+        // puts them back.
+        if let Value::Map(cp) = object_mut(&mut state, "control_plane") {
+            if let Some(labels) = &refreshed.drifted_labels {
+                cp.insert("server_labels".into(), map_value(labels));
+            }
+            if let Some(server_type) = refreshed.drifted_server_type {
+                cp.insert("server_type".into(), Value::from(server_type));
+            }
+        }
+        (Some(state), refreshed.warning.into_iter().collect())
+    }
+
+    async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
+        let imported = node_group::import(ctx, id, CONTROL_PLANE_GROUP, || {
+            Diagnostic::error(
+                "Cluster not found",
+                format!(
+                    "No server labelled managed-by=hct,cluster={id},pool=cp exists. Import takes \
+                     the cluster's name; its servers must carry hct's labels."
+                ),
+            )
+        })
+        .await?;
+        let first = imported.first();
+        let image = first.image.as_ref();
+        Ok(Value::object([
+            ("id", Value::from(id)),
+            ("name", Value::from(id)),
+            ("network_id", Value::from(imported.network)),
+            (
+                "talos_version",
+                Value::from(image.and_then(|i| i.labels.get("version").cloned())),
+            ),
+            ("image_id", Value::from(image.map(|i| i.id.to_string()))),
+            (
+                "control_plane",
+                Value::object([
+                    ("server_type", Value::from(first.server_type.name.as_str())),
+                    (
+                        "location",
+                        Value::from(first.location.as_ref().map(|l| l.name.clone())),
+                    ),
+                    (
+                        "server_labels",
+                        map_value(&naming::user_labels(&first.labels)),
+                    ),
+                ]),
+            ),
+            (NODES, nodes_value(&imported.nodes)),
+        ]))
+    }
+}
+
+/// Client configs are issued once; again when what they name changes or
+/// their certificate nears its expiry.
+fn plan_client_configs(prior: &Value, planned: &mut Value) {
+    let endpoints_changed = prior.get("endpoint") != planned.get("endpoint")
+        || prior.get("name") != planned.get("name")
+        || prior.get("machine_secrets") != planned.get("machine_secrets");
+    for name in ["talosconfig", "kubeconfig"] {
+        let expiring = prior
+            .get(name)
+            .as_str()
+            .is_some_and(|text| client_config::due_for_renewal(text, SystemTime::now()));
+        if expiring {
+            info!("the {name}'s client certificate expires within 30 days; it is issued again");
+        }
+        let value = if endpoints_changed || expiring || prior.get(name).is_null() {
+            Value::Unknown
+        } else {
+            prior.get(name).clone()
+        };
+        set(planned, name, value);
+    }
+}
+
+/// Defaults of optional-computed attributes.
+fn fill_defaults(planned: &mut Value, prior: &Value) {
+    let default = |name: &str, value: Option<String>, planned: &mut Value| {
+        if planned.get(name).is_null() {
+            set(planned, name, value.map_or(Value::Unknown, Value::from));
+        }
+    };
+    let talos = planned.get("talos_version").as_str().map(str::to_string);
+    default(
+        "kubernetes_version",
+        talos.as_deref().and_then(model::default_kubernetes_version),
+        planned,
+    );
+    default("schematic_id", Some(model::default_schematic()), planned);
+    default(
+        "install_disk",
+        Some(crate::talos::config::DEFAULT_INSTALL_DISK.into()),
+        planned,
+    );
+    default("config_delivery", Some("user_data".into()), planned);
+    default(
+        "machine_secrets",
+        prior.get("machine_secrets").as_str().map(str::to_string),
+        planned,
+    );
+}
+
+/// Changes hct cannot make in place: replacements, or errors that say what to do.
+fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
+    let changed = |a: &Value, b: &Value| !b.is_unknown() && a != b;
+    for name in ["name", "network_id"] {
+        if changed(prior.get(name), proposed.get(name)) {
+            plan.requires_replace.push(attr(name));
+        }
+    }
+    // A newer talos_version is an upgrade, node by node; an older one is not.
+    let releases = (
+        prior
+            .get("talos_version")
+            .as_str()
+            .map(str::parse::<TalosVersion>),
+        proposed
+            .get("talos_version")
+            .as_str()
+            .map(str::parse::<TalosVersion>),
+    );
+    if let (Some(Ok(running)), Some(Ok(wanted))) = releases
+        && running > wanted
+    {
+        plan.diagnostics.push(
+            Diagnostic::error(
+                "talos_version cannot go back",
+                format!(
+                    "The nodes run Talos {running}. hct upgrades nodes in place but does not \
+                     downgrade them (Talos does not support it for etcd's data). Set talos_version \
+                     to {running} or newer, or replace the cluster with `terraform apply -replace`."
+                ),
+            )
+            .at(attr("talos_version")),
+        );
+    }
+    // A new server type is a resize of each server (see `provision`); a new
+    // location would be new servers.
+    let before = prior.get("control_plane").get("location");
+    let after = proposed.get("control_plane").get("location");
+    if !before.is_null() && changed(before, after) {
+        plan.diagnostics.push(
+            Diagnostic::error(
+                "control_plane.location cannot change in place",
+                format!(
+                    "Servers cannot move: changing location from {} to {} needs new servers, \
+                     which hct does not do in place. Keep the old value, or replace the cluster \
+                     with `terraform apply -replace`.",
+                    before.to_json(),
+                    after.to_json()
+                ),
+            )
+            .at(control_plane_attr("location")),
+        );
+    }
+    let before = prior.get("machine_secrets");
+    let after = proposed.get("machine_secrets");
+    if before.is_null() && after.is_null() {
+        plan.diagnostics.push(
+            Diagnostic::error(
+                "machine_secrets needed",
+                "This cluster was imported: hct cannot read its secrets from the nodes. Set \
+                 machine_secrets to the cluster's talosctl secrets.yaml (e.g. \
+                 file(\"secrets.yaml\")).",
+            )
+            .at(attr("machine_secrets")),
+        );
+    } else if !before.is_null() && !after.is_null() && changed(before, after) {
+        plan.diagnostics.push(
+            Diagnostic::error(
+                "machine_secrets cannot change",
+                "The nodes trust the cluster's CAs and tokens; new secrets would lock hct (and \
+                 you) out. Remove machine_secrets from the configuration, or set it back.",
+            )
+            .at(attr("machine_secrets")),
+        );
+    }
+}
+
+/// Fills the computed attributes after apply (also after a failure).
+fn finish_state(
+    state: &mut Value,
+    settings: &ClusterSettings,
+    nodes: &[NodeRecord],
+) -> Result<(), Diagnostic> {
+    set(state, NODES, nodes_value(nodes));
+    set(
+        state,
+        "worker_join",
+        Value::from(settings.worker_join().encode()),
+    );
+    set(
+        state,
+        "endpoint",
+        Value::from(settings.plan.cluster_endpoint()),
+    );
+    let issue_error = |e: client_config::ClientConfigError| {
+        Diagnostic::error("Could not issue client configs", e.to_string())
+    };
+    if state.get("talosconfig").is_unknown() || state.get("talosconfig").is_null() {
+        let talosconfig =
+            client_config::talosconfig(&settings.cluster_name, &settings.plan, &settings.secrets)
+                .map_err(issue_error)?;
+        set(state, "talosconfig", Value::from(talosconfig.into_string()));
+    }
+    if state.get("kubeconfig").is_unknown() || state.get("kubeconfig").is_null() {
+        let kubeconfig = client_config::admin_kubeconfig(
+            &settings.cluster_name,
+            &settings.plan,
+            &settings.secrets,
+        )
+        .map_err(issue_error)?;
+        set(state, "kubeconfig", Value::from(kubeconfig.into_string()));
+    }
+    Ok(())
+}
+
+/// Deletes every server and placement group labelled with the cluster, in
+/// any group (pools destroyed earlier, or left behind by a killed run).
+async fn destroy(ctx: &Context, prior: &Value) -> Applied {
+    let client = match ctx.hcloud() {
+        Ok(c) => c,
+        Err(d) => return failed(prior.clone(), d),
+    };
+    let timeout =
+        timeouts::limit(prior, Operation::Delete).unwrap_or(Operation::Delete.default_limit());
+    let deadline = Deadline::new(timeout, ctx.cancel.clone());
+    let cluster = model::text(prior, "name").to_string();
+    match teardown::delete_cluster(&client, &cluster, &deadline).await {
+        Ok(()) => Applied::default(),
+        Err(e) => {
+            // Keep what still exists in state.
+            let mut state = prior.clone();
+            if let Ok(left) = client
+                .servers(&naming::group_selector(&cluster, CONTROL_PLANE_GROUP))
+                .await
+            {
+                let nodes: Vec<NodeRecord> = nodes_from(prior.get(NODES))
+                    .into_iter()
+                    .filter(|n| left.iter().any(|s| s.id == n.server_id))
+                    .collect();
+                set(&mut state, NODES, nodes_value(&nodes));
+            }
+            failed(state, e.to_diagnostic())
+        }
+    }
+}

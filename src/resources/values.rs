@@ -1,0 +1,61 @@
+//! Small helpers for reading and writing Terraform object values in the
+//! resources' model code.
+
+use std::collections::BTreeMap;
+
+use crate::provider::Applied;
+use crate::tf::{Diagnostic, Value};
+
+/// Sets attribute `name` of an object value.
+pub fn set(value: &mut Value, name: &str, to: Value) {
+    if let Value::Map(items) = value {
+        items.insert(name.to_string(), to);
+    }
+}
+
+/// The object attribute `name`, created empty when missing.
+pub fn object_mut<'a>(value: &'a mut Value, name: &str) -> &'a mut Value {
+    match value {
+        Value::Map(items) => items
+            .entry(name.to_string())
+            .or_insert_with(|| Value::Map(Default::default())),
+        other => other,
+    }
+}
+
+/// An apply that changed nothing: `state` stays, with the error.
+pub fn failed(state: Value, diagnostic: Diagnostic) -> Applied {
+    Applied {
+        new_state: state,
+        private: Vec::new(),
+        diagnostics: diagnostic.into(),
+    }
+}
+
+pub fn string_map(value: &Value) -> BTreeMap<String, String> {
+    value
+        .as_map()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn string_list(value: &Value) -> Vec<String> {
+    value
+        .as_list()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+pub fn map_value(map: &BTreeMap<String, String>) -> Value {
+    Value::Map(
+        map.iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect(),
+    )
+}

@@ -1,0 +1,170 @@
+//! `hct_worker_pool`'s configuration: checks without API calls, and its
+//! decoding into the pool's group spec; the cluster-wide settings come from
+//! the cluster's `worker_join`.
+
+use std::collections::BTreeMap;
+
+use crate::cluster::GroupSpec;
+use crate::cluster::preflight::{self, Paths};
+use crate::cluster::settings::{ClusterSettings, NodeTraits, WorkerJoin};
+use crate::network_plan::CONTROL_PLANE_GROUP;
+use crate::resources::labels::validate_server_labels;
+use crate::resources::timeouts;
+use crate::resources::values::{string_list, string_map};
+use crate::talos::Role;
+use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
+
+const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+pub fn attr(name: &str) -> AttrPath {
+    AttrPath::attr(name)
+}
+
+/// The attributes a pool's node configs are made from (its hashes are
+/// known once these are).
+pub const CONFIG_INPUTS: [&str; 6] = [
+    "name",
+    "server_type",
+    "location",
+    "node_labels",
+    "node_taints",
+    "config_patches",
+];
+
+/// The cluster's settings carried by `worker_join`.
+pub fn settings(value: &Value) -> Result<ClusterSettings, String> {
+    value
+        .get("worker_join")
+        .as_str()
+        .ok_or_else(|| "worker_join is not set".to_string())
+        .and_then(WorkerJoin::decode)
+        .and_then(|j| j.settings())
+}
+
+/// Where preflight findings about the pool point (the cluster-wide inputs
+/// come in through `worker_join`).
+pub fn paths() -> Paths {
+    Paths {
+        network_id: attr("worker_join"),
+        network_plan: attr("worker_join"),
+        image_id: attr("worker_join"),
+        server_type: attr("server_type"),
+        location: attr("location"),
+    }
+}
+
+/// Checks what can be checked without Hetzner; unknown values pass.
+pub fn validate(config: &Value) -> Diagnostics {
+    let mut found = Diagnostics::new();
+    if let Some(name) = config.get("name").as_str()
+        && (name == CONTROL_PLANE_GROUP || !crate::talos::config::is_cluster_name(name))
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid pool name",
+                format!(
+                    "name = {name:?}: use a key of the plan's worker_pools (lower-case letters, \
+                     digits, `-`; not \"cp\")."
+                ),
+            )
+            .at(attr("name")),
+        );
+    }
+    if let Some(text) = config.get("worker_join").as_str()
+        && let Err(why) = WorkerJoin::decode(text)
+    {
+        found.push(Diagnostic::error("Invalid worker_join", why).at(attr("worker_join")));
+    }
+    if let Some(location) = config.get("location").as_str() {
+        found.extend(preflight::location(location, attr("location")).1);
+    }
+    found.extend(validate_server_labels(
+        config.get("server_labels"),
+        attr("server_labels"),
+    ));
+    for (i, taint) in config
+        .get("node_taints")
+        .as_list()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        if let Some(effect) = taint.get("effect").as_str()
+            && !TAINT_EFFECTS.contains(&effect)
+        {
+            found.push(
+                Diagnostic::error(
+                    "Invalid taint effect",
+                    format!("{effect:?}: use one of {}.", TAINT_EFFECTS.join(", ")),
+                )
+                .at(attr("node_taints").index(i as i64).attr_of("effect")),
+            );
+        }
+    }
+    found.extend(timeouts::validate(config));
+    found
+}
+
+/// The pool as a group of servers.
+pub fn group_spec(value: &Value) -> GroupSpec {
+    let (location, _) = preflight::location(
+        value.get("location").as_str().unwrap_or_default(),
+        attr("location"),
+    );
+    let node_taints: BTreeMap<String, String> = value
+        .get("node_taints")
+        .as_list()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| {
+            let key = t.get("key").as_str()?.to_string();
+            let effect = t.get("effect").as_str()?;
+            let talos = match t.get("value").as_str() {
+                Some(v) if !v.is_empty() => format!("{v}:{effect}"),
+                _ => effect.to_string(),
+            };
+            Some((key, talos))
+        })
+        .collect();
+    GroupSpec {
+        group: value.get("name").as_str().unwrap_or_default().to_string(),
+        role: Role::Worker,
+        server_type: value
+            .get("server_type")
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        location,
+        server_labels: string_map(value.get("server_labels")),
+        traits: NodeTraits {
+            node_labels: string_map(value.get("node_labels")),
+            node_taints,
+            config_patches: string_list(value.get("config_patches")),
+        },
+    }
+}
+
+/// The error for a pool the cluster's network plan does not have.
+pub fn not_in_plan(pool: &str, settings: &ClusterSettings) -> Diagnostic {
+    let pools: Vec<&str> = settings
+        .plan
+        .worker_pools()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    Diagnostic::error(
+        "Pool not in the network plan",
+        format!(
+            "The network plan of cluster {} has no worker pool {pool:?} (it has: {}). Add \
+             worker_pools.{pool} = {{ cidr = ..., nodes = ... }} to data \"hct_network_plan\", or \
+             use one of its pools.",
+            settings.cluster_name,
+            if pools.is_empty() {
+                "none".to_string()
+            } else {
+                pools.join(", ")
+            }
+        ),
+    )
+    .at(attr("name"))
+}

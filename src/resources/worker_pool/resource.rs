@@ -1,0 +1,315 @@
+//! `resource "hct_worker_pool"`: plan, apply, read and import of one pool,
+//! over the node-group lifecycle it shares with the control plane
+//! (`resources::node_group`); what is its own: settings from `worker_join`,
+//! the pool's place in the network plan, its placement-group ids, and
+//! removing its nodes on destroy.
+
+use async_trait::async_trait;
+use tracing::info;
+
+use super::model::{self, CONFIG_INPUTS, attr};
+use super::schema;
+use crate::cluster::{naming, slots};
+use crate::network_plan::placement_groups_for;
+use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
+use crate::resources::node_group::{self, Recorded, Run, nodes_from, nodes_value};
+use crate::resources::timeouts::{self, Operation};
+use crate::resources::values::{failed, map_value, set, string_map};
+use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
+
+pub const TYPE_NAME: &str = "hct_worker_pool";
+
+pub struct WorkerPoolResource;
+
+#[async_trait]
+impl Resource for WorkerPoolResource {
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        schema::schema()
+    }
+
+    fn validate(&self, config: &Value) -> Diagnostics {
+        model::validate(config)
+    }
+
+    async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan {
+        if request.proposed.is_null() {
+            return Plan::default();
+        }
+        let mut plan = Plan {
+            planned: request.proposed.clone(),
+            ..Plan::default()
+        };
+        let prior = &request.prior;
+        if !prior.is_null() {
+            immutable_changes(prior, &request.proposed, &mut plan);
+        }
+        let planned = &mut plan.planned;
+        let Ok(settings) = model::settings(planned) else {
+            for name in ["id", "nodes", "placement_group_ids"] {
+                set(planned, name, Value::Unknown);
+            }
+            return plan;
+        };
+        let pool = planned.get("name").as_str().unwrap_or_default().to_string();
+        set(
+            planned,
+            "id",
+            Value::from(format!("{}/{pool}", settings.cluster_name)),
+        );
+        let Some(pool_plan) = settings.plan.worker_pools().get(&pool) else {
+            plan.diagnostics.push(model::not_in_plan(&pool, &settings));
+            return plan;
+        };
+        let slots = slots::of(&settings.cluster_name, &pool, pool_plan);
+        let spec = model::group_spec(planned);
+        let known = CONFIG_INPUTS
+            .iter()
+            .all(|name| planned.get(name).is_wholly_known());
+        let (nodes, new_servers) = node_group::plan_nodes(
+            &slots,
+            &nodes_from(prior.get("nodes")),
+            known.then_some((&settings, &spec)),
+            &attr("config_patches"),
+            &mut plan.diagnostics,
+        );
+        set(planned, "nodes", nodes);
+        let groups_same = prior
+            .get("placement_group_ids")
+            .as_list()
+            .is_some_and(|ids| ids.len() as u32 == placement_groups_for(slots.len() as u32));
+        let ids = if groups_same {
+            prior.get("placement_group_ids").clone()
+        } else {
+            Value::Unknown
+        };
+        set(planned, "placement_group_ids", ids);
+
+        let new_type = !prior.is_null() && prior.get("server_type") != planned.get("server_type");
+        if (new_servers > 0 || new_type)
+            && known
+            && let Ok(client) = ctx.hcloud()
+        {
+            let target = node_group::Target::from(&settings);
+            plan.diagnostics.extend(
+                node_group::preflight(&client, &target, &spec, new_servers, &model::paths()).await,
+            );
+        }
+        plan
+    }
+
+    async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied {
+        if request.planned.is_null() {
+            return destroy(ctx, request.prior).await;
+        }
+        let operation = if request.prior.is_null() {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        let timeout = match timeouts::limit(&request.config, operation) {
+            Ok(t) => t,
+            Err(d) => return failed(request.prior, d),
+        };
+        let settings = match model::settings(&request.planned) {
+            Ok(s) => s,
+            Err(why) => return failed(request.prior, invalid_join(why)),
+        };
+        let pool = request
+            .planned
+            .get("name")
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let Some(pool_plan) = settings.plan.worker_pools().get(&pool) else {
+            return failed(request.prior, model::not_in_plan(&pool, &settings));
+        };
+        let slots = slots::of(&settings.cluster_name, &pool, pool_plan);
+        let spec = model::group_spec(&request.planned);
+        let run = Run {
+            ctx,
+            settings: &settings,
+            spec: &spec,
+            slots: &slots,
+            prior_nodes: nodes_from(request.prior.get("nodes")),
+            timeout,
+            paths: &model::paths(),
+            placement_group_ids: true,
+        };
+        let outcome = match node_group::converge(run).await {
+            Ok(outcome) => outcome,
+            Err(found) => {
+                return Applied {
+                    new_state: request.prior,
+                    private: request.private,
+                    diagnostics: found,
+                };
+            }
+        };
+        let mut state = request.planned.clone();
+        set(&mut state, "nodes", nodes_value(&outcome.nodes));
+        set(
+            &mut state,
+            "placement_group_ids",
+            Value::List(
+                outcome
+                    .placement_group_ids
+                    .into_iter()
+                    .map(Value::from)
+                    .collect(),
+            ),
+        );
+        if request.prior.is_null() && outcome.nodes.is_empty() && outcome.diagnostics.has_errors() {
+            state = Value::Null;
+        }
+        Applied {
+            new_state: state,
+            private: request.private,
+            diagnostics: outcome.diagnostics,
+        }
+    }
+
+    async fn read(
+        &self,
+        ctx: &Context,
+        state: Value,
+        _private: Vec<u8>,
+    ) -> (Option<Value>, Diagnostics) {
+        let Some((cluster, pool)) = state.get("id").as_str().and_then(|id| id.split_once('/'))
+        else {
+            return (Some(state), Diagnostics::new());
+        };
+        let (cluster, pool) = (cluster.to_string(), pool.to_string());
+        let settings = model::settings(&state);
+        let wanted_labels = string_map(state.get("server_labels"));
+        let recorded = Recorded {
+            cluster: &cluster,
+            group: &pool,
+            network: settings.as_ref().ok().map(|s| s.network_id),
+            nodes: nodes_from(state.get("nodes")),
+            server_labels: &wanted_labels,
+            server_type: state.get("server_type").as_str(),
+        };
+        let refreshed = match node_group::refresh(ctx, recorded, settings).await {
+            Ok(r) => r,
+            Err(d) => return (Some(state), d.into()),
+        };
+        let mut state = state;
+        set(&mut state, "nodes", nodes_value(&refreshed.nodes));
+        if let Some(labels) = &refreshed.drifted_labels {
+            set(&mut state, "server_labels", map_value(labels));
+        }
+        if let Some(server_type) = refreshed.drifted_server_type {
+            set(&mut state, "server_type", Value::from(server_type));
+        }
+        (Some(state), refreshed.warning.into_iter().collect())
+    }
+
+    async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
+        let Some((cluster, pool)) = id.split_once('/') else {
+            return Err(Diagnostic::error(
+                "Invalid import id",
+                format!("{id:?}: import a worker pool as <cluster>/<pool>, e.g. noreturn/general."),
+            )
+            .into());
+        };
+        let imported = node_group::import(ctx, cluster, pool, || {
+            Diagnostic::error(
+                "Worker pool not found",
+                format!("No server labelled managed-by=hct,cluster={cluster},pool={pool} exists."),
+            )
+        })
+        .await?;
+        let client = ctx.hcloud().map_err(Diagnostics::from)?;
+        let groups: Vec<Value> = client
+            .placement_groups(&naming::group_selector(cluster, pool))
+            .await
+            .map_err(|e| Diagnostics::from(e.to_diagnostic("finding the pool's placement groups")))?
+            .into_iter()
+            .map(|g| Value::from(g.id))
+            .collect();
+        let first = imported.first();
+        let user_labels = naming::user_labels(&first.labels);
+        Ok(Value::object([
+            ("id", Value::from(id)),
+            ("name", Value::from(pool)),
+            ("server_type", Value::from(first.server_type.name.as_str())),
+            (
+                "location",
+                Value::from(first.location.as_ref().map(|l| l.name.clone())),
+            ),
+            (
+                "server_labels",
+                if user_labels.is_empty() {
+                    Value::Null
+                } else {
+                    map_value(&user_labels)
+                },
+            ),
+            ("nodes", nodes_value(&imported.nodes)),
+            ("placement_group_ids", Value::List(groups)),
+        ]))
+    }
+}
+
+/// A new name replaces the pool; a new server type resizes each server in
+/// place; servers cannot move to another location.
+fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
+    if prior.get("name") != proposed.get("name") && !proposed.get("name").is_unknown() {
+        plan.requires_replace.push(attr("name"));
+    }
+    let (before, after) = (prior.get("location"), proposed.get("location"));
+    if !before.is_null() && !after.is_unknown() && before != after {
+        plan.diagnostics.push(
+            Diagnostic::error(
+                "location cannot change in place",
+                format!(
+                    "Servers cannot move: changing location from {} to {} needs new servers. \
+                     Add a new pool at the new location, move the workloads, then remove this \
+                     one.",
+                    before.to_json(),
+                    after.to_json()
+                ),
+            )
+            .at(attr("location")),
+        );
+    }
+}
+
+fn invalid_join(why: String) -> Diagnostic {
+    Diagnostic::error("Invalid worker_join", why).at(attr("worker_join"))
+}
+
+/// Removes the pool's nodes: each reset gracefully, then its server and
+/// the pool's placement groups deleted.
+async fn destroy(ctx: &Context, prior: Value) -> Applied {
+    let timeout = match timeouts::limit(&prior, Operation::Delete) {
+        Ok(t) => t,
+        Err(d) => return failed(prior, d),
+    };
+    let settings = match model::settings(&prior) {
+        Ok(s) => s,
+        Err(why) => return failed(prior, invalid_join(why)),
+    };
+    let spec = model::group_spec(&prior);
+    info!(pool = %spec.group, "removing the pool's nodes");
+    match node_group::remove_all(
+        ctx,
+        &settings,
+        &spec,
+        nodes_from(prior.get("nodes")),
+        timeout,
+    )
+    .await
+    {
+        Ok(()) => Applied::default(),
+        Err((left, d)) => {
+            let mut state = prior;
+            set(&mut state, "nodes", nodes_value(&left));
+            failed(state, d)
+        }
+    }
+}

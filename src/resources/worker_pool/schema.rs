@@ -1,0 +1,71 @@
+//! The schema of `hct_worker_pool`, written as its documentation.
+
+use crate::resources::node_group::{NODE_LIST_DESCRIPTION, node_list_type};
+use crate::resources::timeouts;
+use crate::tf::{Attribute, Mode, Nesting, Schema, Type};
+
+pub fn schema() -> Schema {
+    Schema::new(
+        0,
+        "A pool of private-only Talos workers of an `hct_cluster`. Its CIDR and node count \
+         come from the network plan's `worker_pools.<name>`: change `nodes` there to scale \
+         (up takes the next IPs; down removes the highest indexes first, each node reset \
+         gracefully before its server is deleted). Nodes are named `<cluster>-<pool>-<n>`; \
+         hct waits until each is configured and runs kubelet (Kubernetes `Ready` needs the \
+         CNI, installed afterwards with the plan's `cilium_values`).",
+    )
+    .attribute(
+        Attribute::required("worker_join", Type::String)
+            .sensitive()
+            .description("`hct_cluster.<name>.worker_join`."),
+    )
+    .attribute(Attribute::required("name", Type::String).description(
+        "The pool: a key of the plan's `worker_pools`. Changing it replaces the pool.",
+    ))
+    .attribute(
+        Attribute::required("server_type", Type::String).description(
+            "e.g. `cx33`. A change resizes each server in place, one at a time (ACPI \
+                 shutdown, Hetzner's `change_type` keeping the disk size, power on, back in \
+                 service); the new type must have the same architecture.",
+        ),
+    )
+    .attribute(Attribute::required("location", Type::String).description(
+        "e.g. `nbg1` (a datacenter such as `nbg1-dc3` is accepted with a warning). Servers \
+         cannot move, so a change is refused at plan time: add a pool at the new location \
+         instead.",
+    ))
+    .attribute(
+        Attribute::optional("node_labels", Type::map(Type::String))
+            .description("Kubernetes node labels, e.g. `{ purpose = \"platform\" }`."),
+    )
+    .attribute(
+        Attribute::nested(
+            "node_taints",
+            Mode::Optional,
+            Nesting::List,
+            vec![
+                Attribute::required("key", Type::String),
+                Attribute::optional("value", Type::String),
+                Attribute::required("effect", Type::String)
+                    .description("`NoSchedule`, `PreferNoSchedule` or `NoExecute`."),
+            ],
+        )
+        .description("Kubernetes taints registered with each node: `[{ key, value, effect }]`."),
+    )
+    .attribute(
+        Attribute::optional("server_labels", Type::map(Type::String)).description(
+            "Hetzner labels for the servers, besides hct's own. Changed labels are restored.",
+        ),
+    )
+    .attribute(
+        Attribute::optional("config_patches", Type::list(Type::String))
+            .description("Talos config patches applied last, in order, to this pool's configs."),
+    )
+    .attribute(Attribute::computed("id", Type::String).description("`<cluster>/<pool>`."))
+    .attribute(Attribute::computed("nodes", node_list_type()).description(NODE_LIST_DESCRIPTION))
+    .attribute(
+        Attribute::computed("placement_group_ids", Type::list(Type::Number))
+            .description("The pool's spread placement groups (10 servers each at most)."),
+    )
+    .block(timeouts::block())
+}
