@@ -1,19 +1,30 @@
 //! hct: a Terraform provider for private-only Talos Linux Kubernetes
 //! clusters on Hetzner Cloud.
 //!
-//! Where things live:
-//! - `network_plan`: the address plan of a private cluster and the plan-time
-//!   checks that keep it from half-working (gateway, node ranges, pod CIDR).
-//! - `data_sources`, `resources`: the Terraform data sources and managed
-//!   resources, one module each.
-//! - `hcloud`: the Hetzner Cloud API client.
-//! - `talos`: Talos secrets, client configs and machine configs (the default
-//!   route is generated in `talos::config::network`).
-//! - `talos_api`: the Talos machine API client (apid).
-//! - `talos_image`, `talos_release`: Talos images on Hetzner, and releases.
-//! - `provider`: the provider block and the resource/data-source traits.
-//! - `tf`: Terraform's values, types, schemas and diagnostics.
-//! - `protocol`: plugin protocol v6 over gRPC and the go-plugin handshake.
+//! Where things live, from the wire down to the leaves (arrows point one
+//! way: no file imports a file that imports it back, which
+//! `scripts/check-structure` checks):
+//! - `protocol`: plugin protocol v6 over gRPC, the go-plugin handshake and
+//!   AutoMTLS; turns Terraform's RPCs into calls on `provider`'s traits.
+//! - `provider`: the provider block, the resource and data-source traits,
+//!   and the per-call `Context` (Hetzner client, `talos_proxy`, Ctrl-C).
+//! - `resources`: the data sources and managed resources, one module each,
+//!   and the list hct serves (`resources::provider`); `resources::node_group`
+//!   is the lifecycle the cluster and pool resources share.
+//! - `cluster`: the cluster runbook, free of Terraform types: naming and
+//!   labels, preflight, one group of servers (`group`, `converge`,
+//!   `scale_down`, `resize`, `placement`), Talos bring-up, upgrades, waits.
+//! - `snapshot`: the Talos snapshot runbook (rescue system, write, snapshot).
+//! - `hcloud`: the Hetzner Cloud API client; `talos::api`: the Talos machine
+//!   API client (apid).
+//! - `talos`: Talos knowledge without I/O: releases (`talos::release`, the
+//!   one version type), machine configs (the default route is made in
+//!   `talos::config::network`), secrets, PKI, client configs, images and
+//!   the installer image (`talos::image`).
+//! - `network_plan`: the address plan and its plan-time checks; it owns the
+//!   group name, ports and Hetzner's limits.
+//! - leaves: `net` (SOCKS5 dialing), `secret` (values never printed), `tf`
+//!   (Terraform values, schemas, diagnostics), `duration`, `der`, `logging`.
 //! - `docs`: the registry docs, generated from the schemas.
 
 pub mod cluster;
