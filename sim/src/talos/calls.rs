@@ -17,8 +17,9 @@ use super::services::{self, ServiceStatus};
 use super::version::{TalosVersion, installer_version};
 use crate::clock::Timestamp;
 use crate::events::SimEvent;
+use crate::ids::Id;
 use crate::resources::servers::{Server, ServerStatus, TalosNode};
-use crate::state::{Id, World};
+use crate::state::World;
 
 /// The node a call is for, as of the start of Talos that serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,8 +16,9 @@ use super::node::{ApidState, EtcdMember, Phase, PhaseName, Summary};
 use super::user_data;
 use super::version::TalosVersion;
 use crate::clock::Timestamp;
+use crate::ids::Id;
 use crate::resources::servers::{BootTarget, Server, ServerStatus, TalosNode};
-use crate::state::{Id, World};
+use crate::state::World;
 use std::net::Ipv4Addr;
 
 /// What a node does when it goes down and comes back; each has its
