@@ -1,6 +1,9 @@
-//! Tests of the server requests and of what their actions do.
+//! Tests of the server requests, of what their actions do, and of loading
+//! saved servers.
 
 use std::time::Duration;
+
+use serde_json::json;
 
 use super::*;
 use crate::durations::{Durations, Profile};
@@ -9,6 +12,7 @@ use crate::resources::images::ImageStatus;
 use crate::resources::networks::{NETWORK_SERVER_LIMIT, SubnetSpec};
 use crate::seed;
 use crate::state::{World, WorldConfig};
+use crate::talos::node::{Mode, Phase};
 
 fn world() -> (World, Timestamp) {
     let mut world = World::new(WorldConfig {
@@ -352,4 +356,18 @@ fn names_are_hostnames_and_unique() {
     );
     assert!(is_hostname("cp-1.cluster.example"));
     assert!(!is_hostname("-cp"));
+}
+
+#[test]
+fn slots_saved_before_talos_was_emulated_still_load() {
+    let saved = json!({
+        "image": 300000001, "version": "v1.12.6", "arch": "amd64", "schematic": null,
+        "boots": 2, "last_booted": null,
+    });
+    let node: TalosNode = serde_json::from_value(saved).unwrap();
+    assert_eq!(node.node.phase, Phase::Off);
+    assert_eq!(node.node.summary.mode, Mode::Maintenance);
+    let shown = serde_json::to_value(&node).unwrap();
+    assert_eq!(shown["phase"], "off");
+    assert_eq!(shown["apid"], "down");
 }
