@@ -3,6 +3,9 @@
 //! applies its `Completion` (or undoes what its request did, if it fails).
 //! Time only moves when someone looks: `World::advance` finishes every action
 //! that is due, so answers are consistent with the clock at every request.
+//!
+//! This file is the bookkeeping only. What each completion does lives with
+//! the resource it changes; `resources::completions` sends each one there.
 
 use std::net::Ipv4Addr;
 
@@ -11,10 +14,12 @@ use serde_json::{Value, json};
 
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
-use crate::events::SimEvent;
-use crate::resources::images::ImageStatus;
-use crate::resources::servers::{BootTarget, ServerStatus};
-use crate::state::{Id, ResourceKind, ResourceRef, World};
+use crate::ids::{Id, ResourceKind, ResourceRef};
+use crate::resources::servers::ServerStatus;
+use crate::state::World;
+
+// Lives with the API errors; re-exported for `actions::ActionError`.
+pub use crate::errors::ActionError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -24,13 +29,9 @@ pub enum ActionStatus {
     Error,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ActionError {
-    pub code: String,
-    pub message: String,
-}
-
-/// What finishing an action does to the world.
+/// What finishing an action does to the world, as data: `World::complete`
+/// and `World::undo` (in `resources::completions`) hand each kind to the
+/// module of the resource it changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Completion {
@@ -49,25 +50,31 @@ pub enum Completion {
         server: Id,
         was: ServerStatus,
     },
+    /// `delete_server`: the server is gone.
     ServerDeleted {
         server: Id,
     },
+    /// `change_server_type`: the new type and disk, then a boot.
     ServerTypeChanged {
         server: Id,
         server_type: String,
         disk: u32,
     },
+    /// `create_image`: the snapshot is available.
     ImageCreated {
         image: Id,
     },
+    /// `add_subnet`: the subnet takes servers.
     SubnetReady {
         network: Id,
         ip_range: ipnet::Ipv4Net,
     },
+    /// `add_route`: nothing more to do, but a failure takes the route away.
     RouteAdded {
         network: Id,
         destination: ipnet::Ipv4Net,
     },
+    /// `attach_to_network`: the attachment is announced.
     Attached {
         server: Id,
         network: Id,
@@ -240,142 +247,5 @@ impl World {
                 self.undo(completion);
             }
         }
-    }
-
-    fn complete(&mut self, completion: Completion, at: Timestamp) {
-        match completion {
-            Completion::Nothing => {}
-            Completion::ServerCreated { server, starts } => {
-                if let Some(s) = self.servers.get_mut(&server) {
-                    s.status = if starts {
-                        ServerStatus::Starting
-                    } else {
-                        ServerStatus::Off
-                    };
-                }
-            }
-            Completion::ServerBooted { server } => self.boot_server(server, at),
-            Completion::ServerStopped { server, .. } => {
-                if let Some(s) = self.servers.get_mut(&server) {
-                    s.status = ServerStatus::Off;
-                    s.rescue = None;
-                    self.emit(SimEvent::ServerStopped { server });
-                }
-            }
-            Completion::ServerDeleted { server } => self.remove_server(server),
-            Completion::ServerTypeChanged {
-                server,
-                server_type,
-                disk,
-            } => {
-                if let Some(s) = self.servers.get_mut(&server) {
-                    s.server_type = server_type;
-                    s.primary_disk_size = disk;
-                }
-                // The type change copies the disk and starts the server again.
-                self.boot_server(server, at);
-            }
-            Completion::ImageCreated { image } => {
-                if let Some(i) = self.images.get_mut(&image) {
-                    i.status = ImageStatus::Available;
-                    // What a freshly installed root file system occupies, compressed.
-                    i.image_size = Some((i.disk_size * 0.011 * 100.0).round() / 100.0 + 0.3);
-                }
-            }
-            Completion::SubnetReady { network, ip_range } => {
-                if let Some(n) = self.networks.get_mut(&network)
-                    && let Some(subnet) = n.subnets.iter_mut().find(|s| s.ip_range == ip_range)
-                {
-                    subnet.ready = true;
-                }
-            }
-            Completion::RouteAdded { .. } => {}
-            Completion::Attached {
-                server,
-                network,
-                ip,
-            } => self.emit(SimEvent::AttachedToNetwork {
-                server,
-                network,
-                ip,
-            }),
-        }
-    }
-
-    /// A failed action leaves things as they were before its request.
-    fn undo(&mut self, completion: Completion) {
-        match completion {
-            Completion::Nothing => {}
-            Completion::ServerCreated { server, .. } | Completion::ServerBooted { server } => {
-                if let Some(s) = self.servers.get_mut(&server) {
-                    s.status = ServerStatus::Off;
-                }
-            }
-            Completion::ServerStopped { server, was } => {
-                if let Some(s) = self.servers.get_mut(&server) {
-                    s.status = was;
-                }
-            }
-            Completion::ServerDeleted { server } | Completion::ServerTypeChanged { server, .. } => {
-                if let Some(s) = self.servers.get_mut(&server) {
-                    s.status = ServerStatus::Off;
-                }
-            }
-            Completion::ImageCreated { image } => {
-                self.images.remove(&image);
-            }
-            Completion::SubnetReady { network, ip_range } => {
-                if let Some(n) = self.networks.get_mut(&network) {
-                    n.subnets.retain(|s| s.ip_range != ip_range);
-                }
-            }
-            Completion::RouteAdded {
-                network,
-                destination,
-            } => {
-                if let Some(n) = self.networks.get_mut(&network) {
-                    n.routes.retain(|r| r.destination != destination);
-                }
-            }
-            Completion::Attached {
-                server, network, ..
-            } => {
-                if let Some(s) = self.servers.get_mut(&server) {
-                    s.private_net.retain(|p| p.network != network);
-                }
-            }
-        }
-    }
-
-    fn boot_server(&mut self, server: Id, at: Timestamp) {
-        let Some(s) = self.servers.get_mut(&server) else {
-            return;
-        };
-        s.status = ServerStatus::Running;
-        // Rescue mode is used up by the first boot into it.
-        let into = if s.rescue_enabled {
-            s.rescue_enabled = false;
-            s.rescue = Some(crate::rescue::RescueSession {
-                keys: std::mem::take(&mut s.rescue_keys),
-                booted_at: at,
-            });
-            BootTarget::Rescue
-        } else {
-            s.rescue = None;
-            BootTarget::Disk
-        };
-        s.boot = Some(into);
-        if into == BootTarget::Disk
-            && let Some(talos) = s.talos.as_mut()
-        {
-            talos.boots += 1;
-            talos.last_booted = Some(at);
-        }
-        let talos = s.talos.clone();
-        self.emit(SimEvent::ServerBooted {
-            server,
-            into,
-            talos,
-        });
     }
 }

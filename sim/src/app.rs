@@ -11,9 +11,10 @@ use tokio::sync::broadcast;
 use crate::clock::Timestamp;
 use crate::events::SimEvent;
 use crate::faults::RouteFaults;
+use crate::ids::Id;
 use crate::ratelimit::RateLimiter;
 use crate::requests::RequestLog;
-use crate::state::{Id, World};
+use crate::state::World;
 
 pub type AppState = Arc<Shared>;
 

@@ -1,9 +1,9 @@
 //! The API's error envelope, `{"error": {"code", "message", "details"}}`,
-//! and every error code the emulator answers with.
+//! every error code the emulator answers with, and the error of a failed
+//! action. A leaf: `crate::api` turns an `ApiError` into its HTTP answer.
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// One field of an `invalid_input` (or `uniqueness_error`) answer.
@@ -162,10 +162,11 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        crate::api::json_response(self.status(), &self.envelope())
-    }
+/// The `error` of an action that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionError {
+    pub code: String,
+    pub message: String,
 }
 
 /// Collects field errors so one answer can name every bad field, as the API does.

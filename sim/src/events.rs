@@ -5,8 +5,8 @@ use std::net::Ipv4Addr;
 
 use serde::Serialize;
 
+use crate::ids::Id;
 use crate::resources::servers::{BootTarget, TalosNode};
-use crate::state::Id;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]

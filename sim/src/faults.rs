@@ -15,8 +15,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
-use crate::actions::ActionError;
-use crate::errors::ApiError;
+use crate::errors::{ActionError, ApiError};
 
 /// An action command that is to end in an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,10 +3,11 @@
 
 use crate::catalog::Architecture;
 use crate::clock::Timestamp;
+use crate::ids::{Id, ResourceKind};
 use crate::labels::Labels;
 use crate::resources::images::{CreatedFrom, Image, ImageStatus, ImageType};
 use crate::resources::networks::{RouteSpec, SubnetSpec};
-use crate::state::{Id, ResourceKind, World};
+use crate::state::World;
 
 /// The Image Factory schematic of the seeded Talos snapshots.
 pub const TALOS_SCHEMATIC: &str =

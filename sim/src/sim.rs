@@ -18,10 +18,11 @@ use crate::clock::Timestamp;
 use crate::durations::{Durations, Profile};
 use crate::events::SimEvent;
 use crate::faults::{ActionFailure, FaultSpec, RouteFaults};
+use crate::ids::Id;
 use crate::persist::{self, PersistError};
 use crate::ratelimit::RateLimiter;
 use crate::rescue::RescueFault;
-use crate::state::{Id, World, WorldConfig};
+use crate::state::{World, WorldConfig};
 use crate::talos::faults::{GrpcCode, ServerRef, TalosFault};
 use crate::{admin, api, gateway, rescue, seed, socks5, talos};
 

@@ -19,69 +19,8 @@ use crate::resources::servers::Server;
 use crate::resources::ssh_keys::SshKey;
 use crate::talos::faults::TalosFault;
 
-pub type Id = i64;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ResourceKind {
-    Server,
-    Network,
-    Image,
-    PlacementGroup,
-    SshKey,
-}
-
-impl ResourceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Server => "server",
-            Self::Network => "network",
-            Self::Image => "image",
-            Self::PlacementGroup => "placement_group",
-            Self::SshKey => "ssh_key",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ResourceRef {
-    pub kind: ResourceKind,
-    pub id: Id,
-}
-
-impl ResourceRef {
-    pub fn server(id: Id) -> Self {
-        Self {
-            kind: ResourceKind::Server,
-            id,
-        }
-    }
-
-    pub fn network(id: Id) -> Self {
-        Self {
-            kind: ResourceKind::Network,
-            id,
-        }
-    }
-
-    pub fn image(id: Id) -> Self {
-        Self {
-            kind: ResourceKind::Image,
-            id,
-        }
-    }
-
-    pub fn placement_group(id: Id) -> Self {
-        Self {
-            kind: ResourceKind::PlacementGroup,
-            id,
-        }
-    }
-
-    pub fn to_api(self) -> Value {
-        json!({"id": self.id, "type": self.kind.as_str()})
-    }
-}
+// Live in the leaf `ids`; re-exported for the `state::Id` paths.
+pub use crate::ids::{Id, ResourceKind, ResourceRef};
 
 /// Next IDs per kind. Each kind counts from its own base so that an ID
 /// passed to the wrong endpoint is a 404 rather than a lucky hit.
@@ -176,6 +115,13 @@ impl World {
         self.servers
             .get_mut(&id)
             .ok_or_else(|| ApiError::not_found("server", id))
+    }
+
+    /// A server that may be acted on now: no running action holds it.
+    pub(crate) fn actionable_server(&self, id: Id) -> Result<&Server, ApiError> {
+        let server = self.server(id)?;
+        self.ensure_unlocked(ResourceRef::server(id))?;
+        Ok(server)
     }
 
     pub fn network(&self, id: Id) -> Result<&Network, ApiError> {

@@ -11,8 +11,8 @@ use crate::api::query::Query;
 use crate::api::{PathIds, list, ok};
 use crate::app::AppState;
 use crate::errors::ApiError;
+use crate::ids::ResourceKind;
 use crate::pagination::{SortKey, Sortable};
-use crate::state::ResourceKind;
 
 const SORT_FIELDS: &[&str] = &["id", "command", "status", "started", "finished"];
 

@@ -7,8 +7,8 @@ use axum::extract::{FromRequest, Request};
 use serde_json::{Map, Value};
 
 use crate::errors::{ApiError, FieldErrors};
+use crate::ids::Id;
 use crate::labels::Labels;
-use crate::state::Id;
 
 pub struct Body {
     fields: Map<String, Value>,

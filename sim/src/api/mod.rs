@@ -22,9 +22,10 @@ use crate::app::AppState;
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
 use crate::gateway;
+use crate::ids::{Id, ResourceKind};
 use crate::labels::{Labels, Selector};
 use crate::pagination::{Sortable, paginate};
-use crate::state::{Id, ResourceKind, World};
+use crate::state::World;
 use query::Query;
 
 pub fn router(state: AppState) -> Router<AppState> {
@@ -46,6 +47,13 @@ pub fn router(state: AppState) -> Router<AppState> {
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
     let headers = [(header::CONTENT_TYPE, "application/json")];
     (status, headers, body.to_string()).into_response()
+}
+
+/// Errors are answered with the API's error envelope.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        json_response(self.status(), &self.envelope())
+    }
 }
 
 pub fn ok(body: Value) -> Response {

@@ -12,8 +12,9 @@ use crate::api::{Filter, PathId, action_answer, created, list, ok};
 use crate::app::AppState;
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
+use crate::ids::Id;
 use crate::resources::servers::{Attachment, Power, ServerSpec, ServerStatus};
-use crate::state::{Id, World};
+use crate::state::World;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -15,35 +15,16 @@
 //! ```
 
 pub mod command;
+pub mod session;
 pub mod ssh;
 pub mod supervisor;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::Timestamp;
 use crate::resources::servers::Server;
 use crate::talos::faults::ServerRef;
 
-/// The rescue system a server runs now.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RescueSession {
-    /// OpenSSH public keys that may log in as root.
-    pub keys: Vec<String>,
-    pub booted_at: Timestamp,
-}
-
-/// What the rescue system wrote to the server's disk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DiskImage {
-    pub image_url: String,
-    pub version: String,
-    pub arch: String,
-    /// The full schematic ID.
-    pub schematic: String,
-    /// The type of the server that wrote it (its architecture is the snapshot's).
-    pub server_type: String,
-    pub written_at: Timestamp,
-}
+pub use session::{DiskImage, RescueSession};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "rescue", rename_all = "snake_case", deny_unknown_fields)]

@@ -15,8 +15,8 @@ use tracing::{debug, info};
 use super::command::{self, WriteRequest};
 use super::{DiskImage, take_download_failure};
 use crate::app::AppState;
+use crate::ids::Id;
 use crate::resources::servers::{BootTarget, ServerStatus};
-use crate::state::Id;
 
 /// The duration profile's entry for writing an image from rescue.
 pub const WRITE_COMMAND: &str = "rescue_write_image";

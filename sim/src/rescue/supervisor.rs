@@ -14,8 +14,8 @@ use tracing::warn;
 
 use super::ssh::{RescueSpec, RescueSsh};
 use crate::app::{AppState, lock};
+use crate::ids::Id;
 use crate::resources::servers::{BootTarget, ServerStatus};
-use crate::state::Id;
 
 pub const SSH_PORT: u16 = 22;
 const TICK: Duration = Duration::from_millis(50);

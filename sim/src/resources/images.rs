@@ -6,10 +6,11 @@ use serde_json::{Value, json};
 use crate::catalog::Architecture;
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
+use crate::ids::{Id, ResourceRef};
 use crate::labels::Labels;
 use crate::pagination::{SortKey, Sortable};
 use crate::resources::checked_labels;
-use crate::state::{Id, ResourceRef, World};
+use crate::state::World;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

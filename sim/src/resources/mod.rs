@@ -1,5 +1,8 @@
 //! The resources of a project: their state, their rules, their API shape.
+//! Each resource's module also holds what its actions do when they end;
+//! `completions` sends every finished or failed action there.
 
+mod completions;
 pub mod images;
 pub mod networks;
 pub mod placement_groups;

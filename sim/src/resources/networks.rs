@@ -1,5 +1,6 @@
 //! Private networks: an RFC 1918 range, cloud subnets per network zone,
-//! routes, and the servers attached to them.
+//! routes, and the servers attached to them (attaching is the server's
+//! request, in `servers::attachments`).
 
 use std::net::Ipv4Addr;
 
@@ -12,10 +13,11 @@ use crate::catalog::is_network_zone;
 use crate::clock::Timestamp;
 use crate::errors::{ApiError, FieldErrors};
 use crate::events::SimEvent;
+use crate::ids::{Id, ResourceKind, ResourceRef};
 use crate::labels::Labels;
 use crate::pagination::{SortKey, Sortable};
 use crate::resources::{check_name, checked_labels};
-use crate::state::{Id, ResourceKind, ResourceRef, World};
+use crate::state::World;
 
 /// Servers one network can hold.
 pub const NETWORK_SERVER_LIMIT: usize = 100;
@@ -550,6 +552,29 @@ impl World {
             ),
             now,
         ))
+    }
+
+    /// `add_subnet` finished: the subnet takes servers.
+    pub(crate) fn subnet_ready(&mut self, network: Id, ip_range: Ipv4Net) {
+        if let Some(n) = self.networks.get_mut(&network)
+            && let Some(subnet) = n.subnets.iter_mut().find(|s| s.ip_range == ip_range)
+        {
+            subnet.ready = true;
+        }
+    }
+
+    /// A failed `add_subnet` takes the subnet away again.
+    pub(crate) fn discard_subnet(&mut self, network: Id, ip_range: Ipv4Net) {
+        if let Some(n) = self.networks.get_mut(&network) {
+            n.subnets.retain(|s| s.ip_range != ip_range);
+        }
+    }
+
+    /// A failed `add_route` takes the route away again.
+    pub(crate) fn discard_route(&mut self, network: Id, destination: Ipv4Net) {
+        if let Some(n) = self.networks.get_mut(&network) {
+            n.routes.retain(|r| r.destination != destination);
+        }
     }
 }
 

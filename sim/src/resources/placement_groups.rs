@@ -6,10 +6,11 @@ use serde_json::{Value, json};
 
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
+use crate::ids::{Id, ResourceKind};
 use crate::labels::Labels;
 use crate::pagination::{SortKey, Sortable};
 use crate::resources::{check_name, checked_labels};
-use crate::state::{Id, ResourceKind, World};
+use crate::state::World;
 
 /// Servers a spread group can hold.
 pub const SPREAD_GROUP_LIMIT: usize = 10;

@@ -7,10 +7,11 @@ use serde_json::{Value, json};
 
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
+use crate::ids::{Id, ResourceKind};
 use crate::labels::Labels;
 use crate::pagination::{SortKey, Sortable};
 use crate::resources::{check_name, checked_labels};
-use crate::state::{Id, ResourceKind, World};
+use crate::state::World;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SshKey {

@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tonic::Code;
 
+use crate::ids::Id;
 use crate::resources::servers::Server;
-use crate::state::Id;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -31,7 +31,6 @@ use super::lifecycle;
 use super::node::NodeState;
 use super::pki::{self, CertificateAuthority, PkiError};
 use super::services;
-use super::supervisor::private_ips;
 use super::tls::{self, ClientCheck, TlsError};
 use crate::app::AppState;
 use crate::resources::servers::Server;
@@ -90,7 +89,7 @@ pub fn spec(world: &World, server: &Server) -> Option<KubeApiSpec> {
     let config = talos.node.config().filter(|c| c.is_control_plane())?;
     config.kubernetes_ca.key.as_ref()?;
     etcd_ready(world, server, &talos.node, config).ok()?;
-    let mut ips = private_ips(server);
+    let mut ips = server.private_ips();
     if ips.is_empty() {
         return None;
     }
@@ -452,8 +451,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::ids::Id;
     use crate::resources::servers::Power;
-    use crate::state::Id;
     use crate::talos::calls;
     use crate::talos::faults::{ServerRef, TalosFault};
     use crate::talos::testing::{Lab, cluster, control_plane, worker};

@@ -190,25 +190,3 @@ impl NodeState {
         self.run.trial = None;
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::resources::servers::TalosNode;
-
-    #[test]
-    fn slots_saved_before_talos_was_emulated_still_load() {
-        let saved = json!({
-            "image": 300000001, "version": "v1.12.6", "arch": "amd64", "schematic": null,
-            "boots": 2, "last_booted": null,
-        });
-        let node: TalosNode = serde_json::from_value(saved).unwrap();
-        assert_eq!(node.node.phase, Phase::Off);
-        assert_eq!(node.node.summary.mode, Mode::Maintenance);
-        let shown = serde_json::to_value(&node).unwrap();
-        assert_eq!(shown["phase"], "off");
-        assert_eq!(shown["apid"], "down");
-    }
-}

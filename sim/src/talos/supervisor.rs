@@ -8,8 +8,7 @@
 //! left alone.
 
 use std::collections::BTreeMap;
-use std::iter;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -20,8 +19,9 @@ use super::calls::NodeRef;
 use super::kube_api::{self, KUBE_API_PORT, KubeApi, KubeApiSpec};
 use super::{cluster, faults, lifecycle};
 use crate::app::{AppState, lock};
+use crate::ids::Id;
 use crate::resources::servers::Server;
-use crate::state::{Id, World};
+use crate::state::World;
 
 const TICK: Duration = Duration::from_millis(50);
 
@@ -204,21 +204,12 @@ impl Supervisor {
     }
 }
 
-/// The server's private addresses (primary and alias IPs of every network).
-pub fn private_ips(server: &Server) -> Vec<Ipv4Addr> {
-    server
-        .private_net
-        .iter()
-        .flat_map(|p| iter::once(p.ip).chain(p.alias_ips.iter().copied()))
-        .collect()
-}
-
 fn spec(world: &World, server: &Server) -> Option<ApidSpec> {
     let talos = server.talos.as_ref()?;
     if !talos.node.is_running() || faults::is_unreachable(&world.config.talos_faults, server) {
         return None;
     }
-    let ips = private_ips(server);
+    let ips = server.private_ips();
     if ips.is_empty() {
         return None;
     }

@@ -8,9 +8,10 @@ use super::sample::{SampleCluster, SampleNode};
 use crate::catalog::Architecture;
 use crate::clock::Timestamp;
 use crate::durations::{Durations, Profile};
+use crate::ids::Id;
 use crate::resources::servers::{Attachment, Power, ServerSpec, TalosNode};
 use crate::seed;
-use crate::state::{Id, World, WorldConfig};
+use crate::state::{World, WorldConfig};
 
 pub const GATEWAY: &str = "10.0.0.1";
 

@@ -1,0 +1,63 @@
+//! What a finished action does, and how a failed one is undone: each kind
+//! of `Completion` goes to the module of the resource it changes, next to
+//! the request that started the action.
+
+use crate::actions::Completion;
+use crate::clock::Timestamp;
+use crate::state::World;
+
+impl World {
+    /// Applies what a finished action does.
+    pub(crate) fn complete(&mut self, completion: Completion, at: Timestamp) {
+        match completion {
+            Completion::Nothing | Completion::RouteAdded { .. } => {}
+            // servers/create.rs
+            Completion::ServerCreated { server, starts } => self.server_created(server, starts),
+            Completion::ServerDeleted { server } => self.remove_server(server),
+            // servers/power.rs
+            Completion::ServerBooted { server } => self.boot_server(server, at),
+            Completion::ServerStopped { server, .. } => self.server_stopped(server),
+            // servers/change_type.rs
+            Completion::ServerTypeChanged {
+                server,
+                server_type,
+                disk,
+            } => self.server_type_changed(server, server_type, disk, at),
+            // servers/snapshot.rs
+            Completion::ImageCreated { image } => self.snapshot_taken(image),
+            // servers/attachments.rs
+            Completion::Attached {
+                server,
+                network,
+                ip,
+            } => self.network_attached(server, network, ip),
+            // networks.rs
+            Completion::SubnetReady { network, ip_range } => self.subnet_ready(network, ip_range),
+        }
+    }
+
+    /// A failed action leaves things as they were before its request.
+    pub(crate) fn undo(&mut self, completion: Completion) {
+        match completion {
+            Completion::Nothing => {}
+            // servers/power.rs
+            Completion::ServerCreated { server, .. }
+            | Completion::ServerBooted { server }
+            | Completion::ServerDeleted { server }
+            | Completion::ServerTypeChanged { server, .. } => self.leave_server_off(server),
+            Completion::ServerStopped { server, was } => self.restore_server_status(server, was),
+            // servers/snapshot.rs
+            Completion::ImageCreated { image } => self.discard_snapshot(image),
+            // servers/attachments.rs
+            Completion::Attached {
+                server, network, ..
+            } => self.discard_attachment(server, network),
+            // networks.rs
+            Completion::SubnetReady { network, ip_range } => self.discard_subnet(network, ip_range),
+            Completion::RouteAdded {
+                network,
+                destination,
+            } => self.discard_route(network, destination),
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! Creating a server (checking the spec, picking its IPs, the Talos slot
+//! for a Talos image), renaming or relabelling it, and deleting it, with
+//! what their actions do when they finish.
+
+use std::net::Ipv4Addr;
+
+use super::attachments::mac_address;
+use super::{
+    Attachment, CreatedServer, PrivateNet, PublicIp, Server, ServerSpec, ServerStatus, TalosNode,
+    USER_DATA_LIMIT, is_hostname, random_password,
+};
+use crate::actions::{Completion, NewAction};
+use crate::catalog;
+use crate::clock::Timestamp;
+use crate::errors::{ApiError, FieldErrors};
+use crate::events::SimEvent;
+use crate::ids::{Id, ResourceKind, ResourceRef};
+use crate::labels::{Labels, validate_labels};
+use crate::resources::checked_labels;
+use crate::resources::images::Image;
+use crate::state::World;
+
+fn talos_node(image: &Image) -> Option<TalosNode> {
+    if image.labels.get("os").map(String::as_str) != Some("talos") {
+        return None;
+    }
+    Some(TalosNode {
+        image: image.id,
+        version: image
+            .labels
+            .get("version")
+            .cloned()
+            .or_else(|| image.os_version.clone())
+            .unwrap_or_default(),
+        arch: image.labels.get("arch").cloned(),
+        schematic: image.labels.get("schematic").cloned(),
+        boots: 0,
+        last_booted: None,
+        node: Box::default(),
+    })
+}
+
+impl World {
+    fn check_server_name(&self, name: &str, except: Option<Id>) -> Result<(), ApiError> {
+        if !is_hostname(name) {
+            return Err(ApiError::field(
+                "name",
+                "must be a valid hostname (RFC 1123)",
+            ));
+        }
+        if self
+            .servers
+            .values()
+            .any(|s| Some(s.id) != except && s.name == name)
+        {
+            return Err(ApiError::Uniqueness { field: "name" });
+        }
+        Ok(())
+    }
+
+    pub fn create_server(
+        &mut self,
+        spec: ServerSpec,
+        now: Timestamp,
+    ) -> Result<CreatedServer, ApiError> {
+        let mut errors = FieldErrors::default();
+        if !is_hostname(&spec.name) {
+            errors.push("name", "must be a valid hostname (RFC 1123)");
+        }
+        if let Some(user_data) = &spec.user_data
+            && user_data.len() > USER_DATA_LIMIT
+        {
+            errors.push(
+                "user_data",
+                format!(
+                    "is {} bytes; it must not exceed 32 KiB ({USER_DATA_LIMIT} bytes)",
+                    user_data.len()
+                ),
+            );
+        }
+        if let Err(message) = validate_labels(&spec.labels) {
+            errors.push("labels", message);
+        }
+        let server_type = catalog::server_type(&spec.server_type);
+        if server_type.is_none() {
+            errors.push(
+                "server_type",
+                format!("server type '{}' not found", spec.server_type),
+            );
+        }
+        let location = match &spec.location {
+            Some(name) => {
+                let found = catalog::location(name);
+                if found.is_none() {
+                    errors.push("location", format!("location '{name}' not found"));
+                }
+                found
+            }
+            // The API picks one; we take the type's first.
+            None => server_type
+                .and_then(|t| t.offers.first())
+                .and_then(|o| catalog::location(o.location)),
+        };
+        if let (Some(t), Some(l)) = (server_type, location)
+            && t.offer(l.name).is_none()
+        {
+            errors.push(
+                "location",
+                format!("server type {} is not available in {}", t.name, l.name),
+            );
+        }
+        let image = server_type.and_then(|t| {
+            self.image_for_server(&spec.image, t.architecture)
+                .map_err(|e| errors.push("image", e.to_string()))
+                .ok()
+        });
+        if let (Some(t), Some(i)) = (server_type, image)
+            && i.disk_size > f64::from(t.disk)
+        {
+            errors.push(
+                "image",
+                format!(
+                    "image disk ({} GB) is larger than the disk of {} ({} GB)",
+                    i.disk_size, t.name, t.disk
+                ),
+            );
+        }
+        let mut ssh_keys = Vec::new();
+        for key in &spec.ssh_keys {
+            match self.find_ssh_key(key) {
+                Some(k) => ssh_keys.push(k.id),
+                None => errors.push("ssh_keys", format!("SSH key '{key}' not found")),
+            }
+        }
+        if let Some(group) = spec.placement_group
+            && self.placement_group(group).is_err()
+        {
+            errors.push(
+                "placement_group",
+                format!("placement group {group} not found"),
+            );
+        }
+        for network in &spec.networks {
+            if self.network(*network).is_err() {
+                errors.push("networks", format!("network {network} not found"));
+            }
+        }
+        errors.into_result()?;
+        let (Some(server_type), Some(location), Some(image)) = (server_type, location, image)
+        else {
+            return Err(ApiError::Internal(
+                "validated server spec is incomplete".into(),
+            ));
+        };
+        self.check_server_name(&spec.name, None)?;
+        if let Some(group) = spec.placement_group {
+            self.ensure_room_in_group(group)?;
+        }
+
+        let image_id = image.id;
+        let talos = talos_node(image);
+        let id = self.next_id(Some(ResourceKind::Server));
+        let public_ip = |enabled: bool, ip: String| enabled.then_some(PublicIp { id, ip });
+        let mut server = Server {
+            id,
+            name: spec.name,
+            status: ServerStatus::Initializing,
+            created: now,
+            server_type: server_type.name.to_string(),
+            location: location.name.to_string(),
+            image: Some(image_id),
+            primary_disk_size: server_type.disk,
+            public_ipv4: public_ip(spec.enable_ipv4, format!("203.0.113.{}", id % 254 + 1)),
+            public_ipv6: public_ip(spec.enable_ipv6, format!("2001:db8:{:x}::/64", id & 0xffff)),
+            private_net: Vec::new(),
+            placement_group: spec.placement_group,
+            labels: spec.labels,
+            rescue_enabled: false,
+            user_data: spec.user_data,
+            ssh_keys,
+            delete_protected: false,
+            rebuild_protected: false,
+            boot: None,
+            talos,
+            rescue_keys: Vec::new(),
+            rescue: None,
+            disk: None,
+        };
+        for network in &spec.networks {
+            let (ip, alias_ips) =
+                self.plan_attachment(&server, *network, &Attachment::default())?;
+            server.private_net.push(PrivateNet {
+                network: *network,
+                ip,
+                alias_ips,
+                mac_address: mac_address(id, *network),
+            });
+        }
+        let root_password = server.ssh_keys.is_empty().then(random_password);
+        let attached: Vec<(Id, Ipv4Addr)> = server
+            .private_net
+            .iter()
+            .map(|p| (p.network, p.ip))
+            .collect();
+        self.servers.insert(id, server);
+        self.emit(SimEvent::ServerCreated { server: id });
+        for (network, ip) in attached {
+            self.emit(SimEvent::AttachedToNetwork {
+                server: id,
+                network,
+                ip,
+            });
+        }
+
+        let target = ResourceRef::server(id);
+        let starts = spec.start_after_create;
+        let action = self.start_action(
+            NewAction::on(
+                "create_server",
+                target,
+                Completion::ServerCreated { server: id, starts },
+            ),
+            now,
+        );
+        let mut next_actions = Vec::new();
+        if starts {
+            let created_at = self.actions.get(&action).map(|a| a.finishes_at);
+            let mut start = NewAction::on(
+                "start_server",
+                target,
+                Completion::ServerBooted { server: id },
+            );
+            start.after = created_at;
+            next_actions.push(self.start_action(start, now));
+        }
+        Ok(CreatedServer {
+            server: id,
+            action,
+            next_actions,
+            root_password,
+        })
+    }
+
+    pub fn update_server(
+        &mut self,
+        id: Id,
+        name: Option<String>,
+        labels: Option<Labels>,
+    ) -> Result<(), ApiError> {
+        self.server(id)?;
+        if let Some(name) = &name {
+            self.check_server_name(name, Some(id))?;
+        }
+        let labels = labels.map(checked_labels).transpose()?;
+        let server = self.server_mut(id)?;
+        if let Some(name) = name {
+            server.name = name;
+        }
+        if let Some(labels) = labels {
+            server.labels = labels;
+        }
+        Ok(())
+    }
+
+    pub fn delete_server(&mut self, id: Id, now: Timestamp) -> Result<Id, ApiError> {
+        if self.actionable_server(id)?.delete_protected {
+            return Err(ApiError::Protected { kind: "server" });
+        }
+        self.server_mut(id)?.status = ServerStatus::Deleting;
+        let target = ResourceRef::server(id);
+        Ok(self.start_action(
+            NewAction::on(
+                "delete_server",
+                target,
+                Completion::ServerDeleted { server: id },
+            ),
+            now,
+        ))
+    }
+
+    /// `delete_server` finished: the server leaves its networks and
+    /// placement group, and the world.
+    pub(crate) fn remove_server(&mut self, id: Id) {
+        let Some(server) = self.servers.remove(&id) else {
+            return;
+        };
+        for p in server.private_net {
+            self.emit(SimEvent::DetachedFromNetwork {
+                server: id,
+                network: p.network,
+                ip: p.ip,
+            });
+        }
+        self.emit(SimEvent::ServerDeleted { server: id });
+    }
+
+    /// `create_server` finished: the server leaves `initializing`.
+    pub(crate) fn server_created(&mut self, server: Id, starts: bool) {
+        if let Some(s) = self.servers.get_mut(&server) {
+            s.status = if starts {
+                ServerStatus::Starting
+            } else {
+                ServerStatus::Off
+            };
+        }
+    }
+}

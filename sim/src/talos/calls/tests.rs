@@ -1,0 +1,270 @@
+//! Tests of the Talos API calls, on a lab of emulated nodes.
+
+use std::time::Duration;
+
+use super::*;
+use crate::talos::faults::{GrpcCode, TalosFault};
+use crate::talos::node::{Mode, PhaseName};
+use crate::talos::sample::{SampleCluster, SampleNetwork, SampleNode};
+use crate::talos::testing::{Lab, cluster, control_plane, worker};
+
+fn request(config: &str, mode: ApplyMode) -> ApplyRequest<'_> {
+    ApplyRequest {
+        data: config.as_bytes(),
+        mode,
+        dry_run: false,
+        try_timeout: None,
+    }
+}
+
+fn apply(lab: &mut Lab, id: Id, config: &str, mode: ApplyMode) -> Result<Applied, CallError> {
+    lab.on(id, |w, at, now| {
+        apply_configuration(w, at, &request(config, mode), now)
+    })
+}
+
+#[test]
+fn maintenance_apply_installs_the_configured_release_and_reboots() {
+    let mut lab = Lab::new();
+    let id = lab.server("cp-1", "10.0.128.11", "v1.11.3", None);
+    lab.settle();
+    let cluster = cluster();
+    // A v1.11-style config that installs v1.12.6.
+    let mut node = SampleNode::new(true, "v1.12.6", "10.0.0.1");
+    node.network = SampleNetwork::Interfaces {
+        gateway: "10.0.0.1".into(),
+    };
+    let config = cluster.machine_config(&node);
+    assert!(matches!(
+        apply(&mut lab, id, &config, ApplyMode::NoReboot),
+        Err(CallError::ModeInMaintenance(ApplyMode::NoReboot))
+    ));
+    let mut dry = request(&config, ApplyMode::Auto);
+    dry.dry_run = true;
+    let summary = lab
+        .on(id, |w, at, now| apply_configuration(w, at, &dry, now))
+        .unwrap();
+    assert!(summary.details.starts_with("Dry run summary"));
+    assert_eq!(lab.talos(id).node.mode(), Mode::Maintenance);
+
+    let before = lab.at(id);
+    let applied = apply(&mut lab, id, &config, ApplyMode::Auto).unwrap();
+    assert_eq!(applied.mode, ApplyMode::Reboot);
+    assert!(matches!(
+        version(&lab.world, before),
+        Err(CallError::Rebooting)
+    ));
+    lab.settle();
+    let report = version(&lab.world, lab.at(id)).unwrap();
+    assert_eq!(
+        (report.tag.as_str(), report.maintenance),
+        ("v1.12.6", false)
+    );
+}
+
+#[test]
+fn configured_nodes_apply_with_or_without_reboot() {
+    let mut lab = Lab::new();
+    let cluster = cluster();
+    let id = lab.server(
+        "cp-1",
+        "10.0.128.11",
+        "v1.12.6",
+        Some(cluster.machine_config(&control_plane())),
+    );
+    lab.settle();
+    let mut isolated = control_plane();
+    isolated.network = SampleNetwork::Isolated;
+    let same_cluster = cluster.machine_config(&isolated);
+    let other_cluster = SampleCluster::generate("other", "https://x:6443")
+        .unwrap()
+        .machine_config(&control_plane());
+
+    let incarnation = lab.at(id).incarnation;
+    let applied = apply(&mut lab, id, &same_cluster, ApplyMode::NoReboot).unwrap();
+    assert_eq!(applied.mode, ApplyMode::NoReboot);
+    assert_eq!(lab.at(id).incarnation, incarnation);
+    assert!(lab.talos(id).node.config().unwrap().routes.is_empty());
+    assert!(matches!(
+        apply(&mut lab, id, &other_cluster, ApplyMode::NoReboot),
+        Err(CallError::NeedsReboot { .. })
+    ));
+
+    let staged = apply(
+        &mut lab,
+        id,
+        &cluster.machine_config(&control_plane()),
+        ApplyMode::Staged,
+    );
+    assert_eq!(staged.unwrap().mode, ApplyMode::Staged);
+    assert!(lab.talos(id).node.config().unwrap().routes.is_empty());
+    lab.on(id, reboot).unwrap();
+    lab.settle();
+    assert_eq!(lab.talos(id).node.config().unwrap().routes.len(), 1);
+
+    let mut trial = request(&same_cluster, ApplyMode::Try);
+    trial.try_timeout = Some(Duration::from_secs(30));
+    lab.on(id, |w, at, now| apply_configuration(w, at, &trial, now))
+        .unwrap();
+    assert!(lab.talos(id).node.config().unwrap().routes.is_empty());
+    lab.tick(Duration::from_secs(31));
+    assert_eq!(
+        lab.talos(id).node.config().unwrap().routes.len(),
+        1,
+        "rolled back"
+    );
+
+    let applied = apply(&mut lab, id, &other_cluster, ApplyMode::Auto).unwrap();
+    assert_eq!(applied.mode, ApplyMode::Reboot);
+    assert_eq!(
+        lab.talos(id).node.summary.phase,
+        PhaseName::Running,
+        "not yet summarized"
+    );
+    lab.tick(Duration::ZERO);
+    assert_eq!(lab.talos(id).node.summary.phase, PhaseName::Booting);
+}
+
+#[test]
+fn bootstrap_happens_once_per_cluster_on_a_control_plane() {
+    let mut lab = Lab::new();
+    let cluster = cluster();
+    let cp1 = lab.server(
+        "cp-1",
+        "10.0.128.11",
+        "v1.12.6",
+        Some(cluster.machine_config(&control_plane())),
+    );
+    let cp2 = lab.server(
+        "cp-2",
+        "10.0.128.12",
+        "v1.12.6",
+        Some(cluster.machine_config(&control_plane())),
+    );
+    let w = lab.server(
+        "w-1",
+        "10.0.128.21",
+        "v1.12.6",
+        Some(cluster.machine_config(&worker())),
+    );
+    let fresh = lab.server("new", "10.0.128.30", "v1.12.6", None);
+    lab.settle();
+    assert!(matches!(
+        kubeconfig_source(&lab.world, lab.at(cp1)),
+        Err(CallError::NotBootstrapped)
+    ));
+    assert!(matches!(
+        lab.on(w, |w, at, _| bootstrap(w, at)),
+        Err(CallError::BootstrapOnWorker)
+    ));
+    assert!(matches!(
+        lab.on(fresh, |w, at, _| bootstrap(w, at)),
+        Err(CallError::Maintenance("Bootstrap"))
+    ));
+    lab.on(cp1, |w, at, _| bootstrap(w, at)).unwrap();
+    let again = lab.on(cp2, |w, at, _| bootstrap(w, at)).unwrap_err();
+    assert_eq!(again.code(), Code::AlreadyExists);
+    assert!(kubeconfig_source(&lab.world, lab.at(cp1)).is_ok());
+    assert!(matches!(
+        kubeconfig_source(&lab.world, lab.at(w)),
+        Err(CallError::KubeconfigOnWorker)
+    ));
+    assert!(matches!(
+        etcd_members(&lab.world, lab.at(w)),
+        Err(CallError::EtcdOnWorker)
+    ));
+}
+
+#[test]
+fn resets_leave_etcd_gracefully_or_stay_listed() {
+    let mut lab = Lab::new();
+    let cluster = cluster();
+    let config = cluster.machine_config(&control_plane());
+    let ids: Vec<Id> = ["cp-1", "cp-2", "cp-3"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| lab.server(name, &format!("10.0.128.{}", 11 + i), "v1.12.6", None))
+        .collect();
+    lab.settle();
+    for id in &ids {
+        apply(&mut lab, *id, &config, ApplyMode::Auto).unwrap();
+    }
+    lab.settle();
+    lab.on(ids[0], |w, at, _| bootstrap(w, at)).unwrap();
+    lab.settle();
+    assert_eq!(etcd_members(&lab.world, lab.at(ids[0])).unwrap().len(), 3);
+
+    lab.on(ids[1], |w, at, now| reset(w, at, true, true, now))
+        .unwrap();
+    lab.on(ids[2], |w, at, now| reset(w, at, false, false, now))
+        .unwrap();
+    lab.hetzner();
+    lab.settle();
+    let names: Vec<String> = etcd_members(&lab.world, lab.at(ids[0]))
+        .unwrap()
+        .into_iter()
+        .map(|m| m.hostname)
+        .collect();
+    assert_eq!(names, ["cp-1", "cp-3"]);
+    assert_eq!(lab.talos(ids[1]).node.summary.mode, Mode::Maintenance);
+    assert!(lab.talos(ids[1]).node.is_running());
+    let off = &lab.world.servers[&ids[2]];
+    assert_eq!(
+        off.status,
+        ServerStatus::Off,
+        "reset without reboot powers off"
+    );
+}
+
+#[test]
+fn proxying_reaches_running_peers_of_the_same_cluster() {
+    let mut lab = Lab::new();
+    let cluster = cluster();
+    let config = cluster.machine_config(&control_plane());
+    let cp1 = lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config.clone()));
+    let cp2 = lab.server("cp-2", "10.0.128.12", "v1.12.6", Some(config));
+    let stranger = SampleCluster::generate("other", "https://x:6443").unwrap();
+    lab.server(
+        "x-1",
+        "10.0.128.13",
+        "v1.12.6",
+        Some(stranger.machine_config(&control_plane())),
+    );
+    lab.settle();
+    let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+    assert_eq!(
+        peer(&lab.world, lab.at(cp1), ip("10.0.128.12")).unwrap(),
+        lab.at(cp2)
+    );
+    assert_eq!(
+        peer(&lab.world, lab.at(cp1), ip("10.0.128.11")).unwrap(),
+        lab.at(cp1)
+    );
+    for elsewhere in ["10.0.128.13", "10.0.128.99"] {
+        assert!(matches!(
+            peer(&lab.world, lab.at(cp1), ip(elsewhere)),
+            Err(CallError::NoSuchPeer(_))
+        ));
+    }
+    assert_eq!(hostname(&lab.world, lab.at(cp2)).unwrap(), "cp-2");
+}
+
+#[test]
+fn injected_rejections_come_before_validation() {
+    let mut lab = Lab::new();
+    let id = lab.server("cp-1", "10.0.128.11", "v1.12.6", None);
+    lab.settle();
+    lab.world
+        .config
+        .talos_faults
+        .push(TalosFault::ApplyRejected {
+            server: None,
+            code: GrpcCode(Code::Unavailable),
+            message: None,
+            count: Some(1),
+        });
+    let rejected = apply(&mut lab, id, "not even yaml: [", ApplyMode::Auto).unwrap_err();
+    assert_eq!(rejected.code(), Code::Unavailable);
+    let invalid = apply(&mut lab, id, "not even yaml: [", ApplyMode::Auto).unwrap_err();
+    assert_eq!(invalid.code(), Code::InvalidArgument);
+}

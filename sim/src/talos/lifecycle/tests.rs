@@ -1,0 +1,204 @@
+//! Tests of how nodes move on with time: boots with and without a config,
+//! power cycles, slow boots, and clusters forming, on a lab of emulated
+//! nodes.
+
+use std::time::Duration;
+
+use super::*;
+use crate::resources::servers::Power;
+use crate::talos::faults::{ServerRef, TalosFault};
+use crate::talos::node::Mode;
+use crate::talos::sample::SampleNetwork;
+use crate::talos::testing::{Lab, cluster, control_plane, worker};
+
+const MOMENT: Duration = Duration::from_millis(10);
+
+#[test]
+fn boots_into_maintenance_without_a_config() {
+    let mut lab = Lab::new();
+    let id = lab.server("node-1", "10.0.128.5", "v1.12.6", None);
+    lab.tick(Duration::ZERO);
+    assert_eq!(lab.talos(id).node.summary.phase, PhaseName::Booting);
+    assert_eq!(lab.talos(id).node.summary.apid, ApidState::Down);
+    lab.tick(MOMENT);
+    assert_eq!(lab.talos(id).node.summary.phase, PhaseName::Booting);
+    lab.tick(Duration::from_millis(100));
+    let summary = &lab.talos(id).node.summary;
+    assert_eq!(summary.phase, PhaseName::Running);
+    assert_eq!(summary.mode, Mode::Maintenance);
+    assert_eq!(summary.apid, ApidState::Serving);
+    assert_eq!(summary.hostname.as_deref(), Some("node-1"));
+    assert!(!summary.healthy);
+}
+
+#[test]
+fn user_data_configures_the_node_at_boot() {
+    let mut lab = Lab::new();
+    let cluster = cluster();
+    let mut node = control_plane();
+    node.hostname = Some("control-1".into());
+    let id = lab.server(
+        "cp-1",
+        "10.0.128.5",
+        "v1.12.6",
+        Some(cluster.machine_config(&node)),
+    );
+    lab.settle();
+    let talos = lab.talos(id);
+    assert_eq!(talos.node.summary.mode, Mode::Configured);
+    assert_eq!(talos.node.summary.hostname.as_deref(), Some("control-1"));
+    assert_eq!(talos.node.summary.egress_via, Some(GATEWAY_IP));
+    assert_eq!(
+        talos.node.run.apid_issuer.as_ref(),
+        Some(&talos.node.config().unwrap().os_ca)
+    );
+    assert_eq!(
+        talos.node.summary.problem.as_deref(),
+        Some("etcd waits for bootstrap or a running member to join")
+    );
+}
+
+const GATEWAY_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+#[test]
+fn an_invalid_config_in_user_data_halts_talos() {
+    let mut lab = Lab::new();
+    let config = cluster().machine_config(&control_plane());
+    let broken = config.replace("type: controlplane", "type: master");
+    let id = lab.server("cp-1", "10.0.128.5", "v1.12.6", Some(broken));
+    lab.settle();
+    let summary = &lab.talos(id).node.summary;
+    assert_eq!(summary.phase, PhaseName::Halted);
+    assert!(
+        summary
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("unknown machine type"),
+        "{summary:?}"
+    );
+    let other = lab.server(
+        "other",
+        "10.0.128.6",
+        "v1.12.6",
+        Some("#cloud-config\n".into()),
+    );
+    lab.settle();
+    assert_eq!(lab.talos(other).node.summary.mode, Mode::Maintenance);
+}
+
+#[test]
+fn power_cycles_stop_and_restart_talos() {
+    let mut lab = Lab::new();
+    let id = lab.server("node-1", "10.0.128.5", "v1.12.6", None);
+    lab.settle();
+    let first = lab.talos(id).node.run.incarnation;
+    lab.world.power(id, Power::Off, lab.now).unwrap();
+    lab.hetzner();
+    lab.tick(Duration::ZERO);
+    assert_eq!(lab.talos(id).node.phase, Phase::Off);
+    lab.world.power(id, Power::On, lab.now).unwrap();
+    lab.hetzner();
+    lab.settle();
+    assert!(lab.talos(id).node.is_running());
+    assert!(lab.talos(id).node.run.incarnation > first);
+}
+
+#[test]
+fn slow_boot_faults_delay_the_node() {
+    let mut lab = Lab::new();
+    lab.world.config.talos_faults.push(TalosFault::SlowBoot {
+        server: Some(ServerRef::Name("node-1".into())),
+        delay_ms: 5_000,
+    });
+    let id = lab.server("node-1", "10.0.128.5", "v1.12.6", None);
+    lab.tick(Duration::ZERO);
+    lab.tick(Duration::from_secs(4));
+    assert_eq!(lab.talos(id).node.summary.phase, PhaseName::Booting);
+    lab.tick(Duration::from_secs(2));
+    assert_eq!(lab.talos(id).node.summary.phase, PhaseName::Running);
+}
+
+#[test]
+fn workers_wait_for_trustd_and_control_planes_form_etcd() {
+    let mut lab = Lab::new();
+    let cluster = cluster();
+    let w = lab.server(
+        "w-1",
+        "10.0.128.20",
+        "v1.12.6",
+        Some(cluster.machine_config(&worker())),
+    );
+    lab.settle();
+    assert_eq!(
+        lab.talos(w).node.summary.apid,
+        ApidState::AwaitingCertificate
+    );
+
+    let config = cluster.machine_config(&control_plane());
+    let cp1 = lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config.clone()));
+    let cp2 = lab.server("cp-2", "10.0.128.12", "v1.12.6", Some(config));
+    lab.settle();
+    assert_eq!(lab.talos(w).node.summary.apid, ApidState::Serving);
+    assert!(lab.talos(w).node.summary.healthy);
+    assert!(!lab.talos(cp1).node.summary.etcd_member);
+
+    lab.world
+        .servers
+        .get_mut(&cp1)
+        .unwrap()
+        .talos
+        .as_mut()
+        .unwrap()
+        .node
+        .disk
+        .etcd
+        .founder = true;
+    lab.tick(MOMENT);
+    assert!(lab.talos(cp1).node.summary.etcd_member);
+    assert!(
+        !lab.talos(cp2).node.summary.etcd_member,
+        "joins a member seen running"
+    );
+    lab.tick(MOMENT);
+    assert!(lab.talos(cp2).node.summary.etcd_member);
+    for id in [w, cp1, cp2] {
+        let summary = &lab.talos(id).node.summary;
+        assert!(summary.bootstrapped && summary.healthy, "{summary:?}");
+    }
+}
+
+#[test]
+fn without_a_default_route_etcd_never_starts() {
+    let mut lab = Lab::new();
+    let mut isolated = control_plane();
+    isolated.network = SampleNetwork::Isolated;
+    let id = lab.server(
+        "cp-1",
+        "10.0.128.11",
+        "v1.12.6",
+        Some(cluster().machine_config(&isolated)),
+    );
+    lab.settle();
+    lab.world
+        .servers
+        .get_mut(&id)
+        .unwrap()
+        .talos
+        .as_mut()
+        .unwrap()
+        .node
+        .disk
+        .etcd
+        .founder = true;
+    lab.settle();
+    let summary = &lab.talos(id).node.summary;
+    assert!(!summary.etcd_member && !summary.healthy && summary.egress_via.is_none());
+    assert!(
+        summary
+            .problem
+            .as_deref()
+            .unwrap()
+            .starts_with("no default route")
+    );
+}
