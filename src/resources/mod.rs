@@ -30,8 +30,8 @@ pub fn provider() -> Provider {
             Arc::new(talos_image::data_source::TalosImageDataSource),
         ],
         vec![
-            Arc::new(cluster::ClusterResource),
-            Arc::new(worker_pool::WorkerPoolResource),
+            Arc::new(cluster::ClusterResource::new()),
+            Arc::new(worker_pool::WorkerPoolResource::new()),
             Arc::new(talos_image::TalosImageResource),
         ],
     )

@@ -15,8 +15,11 @@ use crate::cluster::settings::ClusterSettings;
 use crate::cluster::wait::Deadline;
 use crate::cluster::{NodeRecord, naming, slots, teardown};
 use crate::network_plan::CONTROL_PLANE_GROUP;
-use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
-use crate::resources::node_group::{self, Recorded, Run, nodes_from, nodes_value};
+use crate::provider::{Applied, Context, Plan};
+use crate::resources::node_group::{
+    self, GroupKind, NodeGroupResource, Outcome, Prepared, Refreshed, StateGroup, nodes_from,
+    nodes_value,
+};
 use crate::resources::timeouts::{self, Operation};
 use crate::resources::values::{failed, map_value, object_mut, set, string_map};
 use crate::talos::Secrets;
@@ -29,34 +32,30 @@ pub const TYPE_NAME: &str = "hct_cluster";
 /// The state attribute with the control plane's nodes.
 const NODES: &str = "control_plane_nodes";
 
-pub struct ClusterResource;
+/// The control plane as a node group.
+pub struct Cluster;
+
+pub type ClusterResource = NodeGroupResource<Cluster>;
 
 #[async_trait]
-impl Resource for ClusterResource {
-    fn type_name(&self) -> &'static str {
-        TYPE_NAME
-    }
+impl GroupKind for Cluster {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const NODES: &'static str = NODES;
+    const PLACEMENT_GROUP_IDS: bool = false;
 
-    fn schema(&self) -> Schema {
+    fn schema() -> Schema {
         schema::schema()
     }
 
-    fn validate(&self, config: &Value) -> Diagnostics {
+    fn validate(config: &Value) -> Diagnostics {
         model::validate(config)
     }
 
-    async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan {
-        if request.proposed.is_null() {
-            return Plan::default();
-        }
-        let mut plan = Plan {
-            planned: request.proposed.clone(),
-            ..Plan::default()
-        };
-        let prior = &request.prior;
-        if !prior.is_null() {
-            immutable_changes(prior, &request.proposed, &mut plan);
-        }
+    fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
+        immutable_changes(prior, proposed, plan)
+    }
+
+    async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan) {
         fill_defaults(&mut plan.planned, prior);
         let planned = &mut plan.planned;
         set(planned, "id", planned.get("name").clone());
@@ -75,7 +74,7 @@ impl Resource for ClusterResource {
             ] {
                 set(planned, name, Value::Unknown);
             }
-            return plan;
+            return;
         };
         set(
             planned,
@@ -126,138 +125,98 @@ impl Resource for ClusterResource {
                 node_group::preflight(&client, &target, &spec, new_servers, &model::paths()).await;
             plan.diagnostics.extend(found);
         }
-        plan
     }
 
-    async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied {
-        if request.planned.is_null() {
-            return destroy(ctx, &request.prior).await;
-        }
-        let operation = if request.prior.is_null() {
-            Operation::Create
-        } else {
-            Operation::Update
-        };
-        let timeout = match timeouts::limit(&request.config, operation) {
-            Ok(t) => t,
-            Err(d) => return failed(request.prior, d),
-        };
-        let secrets = match request.planned.get("machine_secrets").as_str() {
+    fn prepare(state: &mut Value) -> Result<Prepared, Diagnostic> {
+        let secrets = match state.get("machine_secrets").as_str() {
             Some(text) => Secrets::from_yaml(text).map_err(|e| {
                 Diagnostic::error("Invalid machine_secrets", e.to_string())
                     .at(attr("machine_secrets"))
-            }),
+            })?,
             None => {
                 info!("generating the cluster's machine secrets");
                 Secrets::generate().map_err(|e| {
                     Diagnostic::error("Could not generate machine secrets", e.to_string())
-                })
+                })?
             }
         };
-        let secrets = match secrets {
-            Ok(s) => s,
-            Err(d) => return failed(request.prior, d),
-        };
-        let mut state = request.planned.clone();
-        set(
-            &mut state,
-            "machine_secrets",
-            Value::from(secrets.to_yaml()),
-        );
-        let settings = match model::settings(&state, secrets) {
-            Ok(s) => s,
-            Err(d) => return failed(request.prior, d),
-        };
-        let spec = model::control_plane_group(&state);
+        set(state, "machine_secrets", Value::from(secrets.to_yaml()));
+        let settings = model::settings(state, secrets)?;
         let slots = slots::of(
             &settings.cluster_name,
             CONTROL_PLANE_GROUP,
             settings.plan.control_plane(),
         );
-        let run = Run {
-            ctx,
-            settings: &settings,
-            spec: &spec,
-            slots: &slots,
-            prior_nodes: nodes_from(request.prior.get(NODES)),
-            timeout,
-            paths: &model::paths(),
-            placement_group_ids: false,
-        };
-        let mut outcome = match node_group::converge(run).await {
-            Ok(outcome) => outcome,
-            Err(found) => {
-                return Applied {
-                    new_state: request.prior,
-                    private: request.private,
-                    diagnostics: found,
-                };
-            }
-        };
-        // Whatever happened, state gets every server that exists.
-        if let Err(d) = finish_state(&mut state, &settings, &outcome.nodes) {
+        Ok(Prepared {
+            spec: model::control_plane_group(state),
+            settings,
+            slots,
+            paths: model::paths(),
+        })
+    }
+
+    async fn finish(state: &mut Value, prepared: &Prepared, outcome: &mut Outcome) {
+        if let Err(d) = finish_state(state, &prepared.settings) {
             outcome.diagnostics.push(d);
-        }
-        if request.prior.is_null() && outcome.nodes.is_empty() && outcome.diagnostics.has_errors() {
-            // Nothing was created: no state at all.
-            state = Value::Null;
-        }
-        Applied {
-            new_state: state,
-            private: request.private,
-            diagnostics: outcome.diagnostics,
         }
     }
 
-    async fn read(
-        &self,
-        ctx: &Context,
-        state: Value,
-        _private: Vec<u8>,
-    ) -> (Option<Value>, Diagnostics) {
-        let cluster = model::text(&state, "name").to_string();
+    async fn destroy(ctx: &Context, prior: Value) -> Applied {
+        destroy(ctx, &prior).await
+    }
+
+    fn state_group(state: &Value) -> Option<StateGroup> {
         let settings = state
             .get("machine_secrets")
             .as_str()
             .ok_or_else(|| "no machine_secrets in state".to_string())
             .and_then(|text| Secrets::from_yaml(text).map_err(|e| e.to_string()))
-            .and_then(|secrets| model::settings(&state, secrets).map_err(|d| d.summary));
-        let wanted_labels = string_map(state.get("control_plane").get("server_labels"));
-        let recorded = Recorded {
-            cluster: &cluster,
-            group: CONTROL_PLANE_GROUP,
+            .and_then(|secrets| model::settings(state, secrets).map_err(|d| d.summary));
+        Some(StateGroup {
+            cluster: model::text(state, "name").to_string(),
+            group: CONTROL_PLANE_GROUP.to_string(),
             network: state.get("network_id").as_i64(),
-            nodes: nodes_from(state.get(NODES)),
-            server_labels: &wanted_labels,
-            server_type: state.get("control_plane").get("server_type").as_str(),
-        };
-        let refreshed = match node_group::refresh(ctx, recorded, settings).await {
-            Ok(r) => r,
-            Err(d) => return (Some(state), d.into()),
-        };
-        if refreshed.servers.is_empty() {
-            info!(
-                cluster,
-                "no control-plane server exists any more; the cluster is gone"
-            );
-            return (None, Diagnostics::new());
-        }
-        let mut state = state;
-        set(&mut state, NODES, nodes_value(&refreshed.nodes));
-        // Labels and types changed on Hetzner show as a diff, so apply
-        // puts them back.
-        if let Value::Map(cp) = object_mut(&mut state, "control_plane") {
-            if let Some(labels) = &refreshed.drifted_labels {
-                cp.insert("server_labels".into(), map_value(labels));
-            }
-            if let Some(server_type) = refreshed.drifted_server_type {
-                cp.insert("server_type".into(), Value::from(server_type));
-            }
-        }
-        (Some(state), refreshed.warning.into_iter().collect())
+            server_labels: string_map(state.get("control_plane").get("server_labels")),
+            server_type: state
+                .get("control_plane")
+                .get("server_type")
+                .as_str()
+                .map(str::to_string),
+            settings,
+        })
     }
 
-    async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
+    fn drifted(mut state: Value, refreshed: &Refreshed) -> Option<Value> {
+        if refreshed.servers.is_empty() {
+            info!(
+                cluster = model::text(&state, "name"),
+                "no control-plane server exists any more; the cluster is gone"
+            );
+            return None;
+        }
+        // Labels and types changed on Hetzner show as a diff, so apply puts
+        // them back.
+        let drift = [
+            (
+                "server_labels",
+                refreshed.drifted_labels.as_ref().map(map_value),
+            ),
+            (
+                "server_type",
+                refreshed.drifted_server_type.clone().map(Value::from),
+            ),
+        ];
+        for (name, value) in drift {
+            if let Some(value) = value
+                && let Value::Map(cp) = object_mut(&mut state, "control_plane")
+            {
+                cp.insert(name.into(), value);
+            }
+        }
+        Some(state)
+    }
+
+    async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
         let imported = node_group::import(ctx, id, CONTROL_PLANE_GROUP, || {
             Diagnostic::error(
                 "Cluster not found",
@@ -426,12 +385,7 @@ fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
 }
 
 /// Fills the computed attributes after apply (also after a failure).
-fn finish_state(
-    state: &mut Value,
-    settings: &ClusterSettings,
-    nodes: &[NodeRecord],
-) -> Result<(), Diagnostic> {
-    set(state, NODES, nodes_value(nodes));
+fn finish_state(state: &mut Value, settings: &ClusterSettings) -> Result<(), Diagnostic> {
     set(
         state,
         "worker_join",

@@ -11,48 +11,47 @@ use super::model::{self, CONFIG_INPUTS, attr};
 use super::schema;
 use crate::cluster::{naming, slots};
 use crate::network_plan::placement_groups_for;
-use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
-use crate::resources::node_group::{self, Recorded, Run, nodes_from, nodes_value};
+use crate::provider::{Applied, Context, Plan};
+use crate::resources::node_group::{
+    self, GroupKind, NodeGroupResource, Outcome, Prepared, Refreshed, StateGroup, nodes_from,
+    nodes_value,
+};
 use crate::resources::timeouts::{self, Operation};
 use crate::resources::values::{failed, map_value, set, string_map};
 use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
 
 pub const TYPE_NAME: &str = "hct_worker_pool";
 
-pub struct WorkerPoolResource;
+/// A worker pool as a node group.
+pub struct WorkerPool;
+
+pub type WorkerPoolResource = NodeGroupResource<WorkerPool>;
 
 #[async_trait]
-impl Resource for WorkerPoolResource {
-    fn type_name(&self) -> &'static str {
-        TYPE_NAME
-    }
+impl GroupKind for WorkerPool {
+    const TYPE_NAME: &'static str = TYPE_NAME;
+    const NODES: &'static str = "nodes";
+    const PLACEMENT_GROUP_IDS: bool = true;
 
-    fn schema(&self) -> Schema {
+    fn schema() -> Schema {
         schema::schema()
     }
 
-    fn validate(&self, config: &Value) -> Diagnostics {
+    fn validate(config: &Value) -> Diagnostics {
         model::validate(config)
     }
 
-    async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan {
-        if request.proposed.is_null() {
-            return Plan::default();
-        }
-        let mut plan = Plan {
-            planned: request.proposed.clone(),
-            ..Plan::default()
-        };
-        let prior = &request.prior;
-        if !prior.is_null() {
-            immutable_changes(prior, &request.proposed, &mut plan);
-        }
+    fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
+        immutable_changes(prior, proposed, plan)
+    }
+
+    async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan) {
         let planned = &mut plan.planned;
         let Ok(settings) = model::settings(planned) else {
             for name in ["id", "nodes", "placement_group_ids"] {
                 set(planned, name, Value::Unknown);
             }
-            return plan;
+            return;
         };
         let pool = planned.get("name").as_str().unwrap_or_default().to_string();
         set(
@@ -62,7 +61,7 @@ impl Resource for WorkerPoolResource {
         );
         let Some(pool_plan) = settings.plan.worker_pools().get(&pool) else {
             plan.diagnostics.push(model::not_in_plan(&pool, &settings));
-            return plan;
+            return;
         };
         let slots = slots::of(&settings.cluster_name, &pool, pool_plan);
         let spec = model::group_spec(planned);
@@ -98,117 +97,59 @@ impl Resource for WorkerPoolResource {
                 node_group::preflight(&client, &target, &spec, new_servers, &model::paths()).await,
             );
         }
-        plan
     }
 
-    async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied {
-        if request.planned.is_null() {
-            return destroy(ctx, request.prior).await;
-        }
-        let operation = if request.prior.is_null() {
-            Operation::Create
-        } else {
-            Operation::Update
-        };
-        let timeout = match timeouts::limit(&request.config, operation) {
-            Ok(t) => t,
-            Err(d) => return failed(request.prior, d),
-        };
-        let settings = match model::settings(&request.planned) {
-            Ok(s) => s,
-            Err(why) => return failed(request.prior, invalid_join(why)),
-        };
-        let pool = request
-            .planned
-            .get("name")
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+    fn prepare(state: &mut Value) -> Result<Prepared, Diagnostic> {
+        let settings = model::settings(state).map_err(invalid_join)?;
+        let pool = state.get("name").as_str().unwrap_or_default().to_string();
         let Some(pool_plan) = settings.plan.worker_pools().get(&pool) else {
-            return failed(request.prior, model::not_in_plan(&pool, &settings));
+            return Err(model::not_in_plan(&pool, &settings));
         };
-        let slots = slots::of(&settings.cluster_name, &pool, pool_plan);
-        let spec = model::group_spec(&request.planned);
-        let run = Run {
-            ctx,
-            settings: &settings,
-            spec: &spec,
-            slots: &slots,
-            prior_nodes: nodes_from(request.prior.get("nodes")),
-            timeout,
-            paths: &model::paths(),
-            placement_group_ids: true,
-        };
-        let outcome = match node_group::converge(run).await {
-            Ok(outcome) => outcome,
-            Err(found) => {
-                return Applied {
-                    new_state: request.prior,
-                    private: request.private,
-                    diagnostics: found,
-                };
-            }
-        };
-        let mut state = request.planned.clone();
-        set(&mut state, "nodes", nodes_value(&outcome.nodes));
-        set(
-            &mut state,
-            "placement_group_ids",
-            Value::List(
-                outcome
-                    .placement_group_ids
-                    .into_iter()
-                    .map(Value::from)
-                    .collect(),
-            ),
-        );
-        if request.prior.is_null() && outcome.nodes.is_empty() && outcome.diagnostics.has_errors() {
-            state = Value::Null;
-        }
-        Applied {
-            new_state: state,
-            private: request.private,
-            diagnostics: outcome.diagnostics,
-        }
+        Ok(Prepared {
+            slots: slots::of(&settings.cluster_name, &pool, pool_plan),
+            spec: model::group_spec(state),
+            settings,
+            paths: model::paths(),
+        })
     }
 
-    async fn read(
-        &self,
-        ctx: &Context,
-        state: Value,
-        _private: Vec<u8>,
-    ) -> (Option<Value>, Diagnostics) {
-        let Some((cluster, pool)) = state.get("id").as_str().and_then(|id| id.split_once('/'))
-        else {
-            return (Some(state), Diagnostics::new());
-        };
-        let (cluster, pool) = (cluster.to_string(), pool.to_string());
-        let settings = model::settings(&state);
-        let wanted_labels = string_map(state.get("server_labels"));
-        let recorded = Recorded {
-            cluster: &cluster,
-            group: &pool,
+    async fn finish(state: &mut Value, _prepared: &Prepared, outcome: &mut Outcome) {
+        let ids = std::mem::take(&mut outcome.placement_group_ids);
+        set(
+            state,
+            "placement_group_ids",
+            Value::List(ids.into_iter().map(Value::from).collect()),
+        );
+    }
+
+    async fn destroy(ctx: &Context, prior: Value) -> Applied {
+        destroy(ctx, prior).await
+    }
+
+    fn state_group(state: &Value) -> Option<StateGroup> {
+        let (cluster, pool) = state.get("id").as_str()?.split_once('/')?;
+        let settings = model::settings(state);
+        Some(StateGroup {
+            cluster: cluster.to_string(),
+            group: pool.to_string(),
             network: settings.as_ref().ok().map(|s| s.network_id),
-            nodes: nodes_from(state.get("nodes")),
-            server_labels: &wanted_labels,
-            server_type: state.get("server_type").as_str(),
-        };
-        let refreshed = match node_group::refresh(ctx, recorded, settings).await {
-            Ok(r) => r,
-            Err(d) => return (Some(state), d.into()),
-        };
-        let mut state = state;
-        set(&mut state, "nodes", nodes_value(&refreshed.nodes));
+            server_labels: string_map(state.get("server_labels")),
+            server_type: state.get("server_type").as_str().map(str::to_string),
+            settings,
+        })
+    }
+
+    fn drifted(mut state: Value, refreshed: &Refreshed) -> Option<Value> {
         if let Some(labels) = &refreshed.drifted_labels {
             set(&mut state, "server_labels", map_value(labels));
         }
-        if let Some(server_type) = refreshed.drifted_server_type {
-            set(&mut state, "server_type", Value::from(server_type));
+        if let Some(server_type) = &refreshed.drifted_server_type {
+            set(&mut state, "server_type", Value::from(server_type.as_str()));
         }
-        (Some(state), refreshed.warning.into_iter().collect())
+        Some(state)
     }
 
-    async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
+    async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
         let Some((cluster, pool)) = id.split_once('/') else {
             return Err(Diagnostic::error(
                 "Invalid import id",
