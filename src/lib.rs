@@ -11,6 +11,7 @@
 //!   route is generated in `talos::config::network`).
 //! - `talos_api`: the Talos machine API client (apid).
 //! - `talos_image`, `talos_release`: Talos images on Hetzner, and releases.
+//! - `snapshot`: finding or building the Talos snapshot servers boot from.
 //! - `provider`: the provider block and the resource/data-source traits.
 //! - `tf`: Terraform's values, types, schemas and diagnostics.
 //! - `protocol`: plugin protocol v6 over gRPC and the go-plugin handshake.
@@ -28,5 +29,6 @@ pub mod protocol;
 pub mod provider;
 pub mod resources;
 pub mod secret;
+pub mod snapshot;
 pub mod talos;
 pub mod tf;
