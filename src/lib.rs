@@ -39,5 +39,6 @@ pub mod protocol;
 pub mod provider;
 pub mod resources;
 pub mod secret;
+pub mod snapshot;
 pub mod talos;
 pub mod tf;

@@ -1,6 +1,6 @@
-//! Building a Talos snapshot: a temporary key and server, the rescue
-//! system, the image written over SSH, a shutdown and a snapshot. The
-//! temporaries are deleted whatever happens (see `cleanup`).
+//! Building a Talos snapshot, step by step: a temporary key and server, the
+//! rescue system, the image written over SSH, a shutdown and a snapshot.
+//! The temporaries are deleted whatever happens (see `cleanup`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -9,13 +9,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::cleanup::{self, Leftovers};
+use super::cleanup;
+use super::error::SnapshotError;
 use super::pipeline;
-use super::spec::ImageSpec;
+use super::spec::{ImageSpec, default_server_type};
 use super::ssh::{self, BuilderKey, Route, SshError};
 use crate::hcloud::{BuilderServer, Client, HcloudError};
 use crate::talos::image;
-use crate::tf::{Diagnostic, Diagnostics};
 
 /// What the builder server is created from; the rescue system ignores it.
 const BUILDER_IMAGE: &str = "ubuntu-24.04";
@@ -24,11 +24,14 @@ const SSH_ATTEMPT: Duration = Duration::from_secs(20);
 const SSH_RETRY_CAP: Duration = Duration::from_secs(5);
 
 /// What a build left: the snapshot (also when a later step failed, so the
-/// state keeps track of it) and what to tell the user.
+/// state keeps track of it), why it failed, and a warning when the
+/// temporaries could not all be deleted.
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub image: Option<i64>,
-    pub diagnostics: Diagnostics,
+    pub error: Option<SnapshotError>,
+    /// [`SnapshotError::NotDeleted`], when it comes to that.
+    pub warning: Option<SnapshotError>,
 }
 
 struct Build<'a> {
@@ -44,7 +47,7 @@ struct Build<'a> {
 }
 
 /// Builds the snapshot; never leaves the temporary server or key behind
-/// unless the API refuses to delete them (then a diagnostic says so).
+/// unless the API refuses to delete them (then the warning says so).
 pub async fn build(
     client: &Client,
     spec: &ImageSpec,
@@ -69,19 +72,21 @@ pub async fn build(
     );
     let result = build.run().await;
     let leftovers = cleanup::delete_build(client, &build.id, build.server, build.key).await;
-    let mut outcome = Outcome {
-        image: build.image,
-        diagnostics: Diagnostics::new(),
-    };
-    if let Err(diagnostic) = result {
-        outcome.diagnostics.push(diagnostic);
+    let mut image = build.image;
+    if result.is_err()
+        && let Some(id) = image
+        && let Ok(None) = client.with_cancel(CancellationToken::new()).image(id).await
+    {
+        image = None; // a failed create_image leaves no image
     }
-    if !leftovers.is_empty() {
-        outcome
-            .diagnostics
-            .push(leftover_diagnostic(&build.id, &leftovers));
+    Outcome {
+        image,
+        error: result.err(),
+        warning: (!leftovers.is_empty()).then(|| SnapshotError::NotDeleted {
+            build_id: build.id.clone(),
+            leftovers: leftovers.0,
+        }),
     }
-    outcome
 }
 
 fn build_id() -> String {
@@ -94,49 +99,26 @@ fn build_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn leftover_diagnostic(build_id: &str, leftovers: &Leftovers) -> Diagnostic {
-    Diagnostic::warning(
-        "Temporary Talos image builder not deleted",
-        format!(
-            "hct could not delete everything the image build created:\n  - {}\n\nThey are \
-             labelled {}={} and {}={build_id}; the next hct_talos_image build deletes them once \
-             they expire, or delete them in the Hetzner console now (they cost money while they \
-             exist).",
-            leftovers.0.join("\n  - "),
-            cleanup::TEMPORARY_LABEL,
-            cleanup::TEMPORARY_VALUE,
-            cleanup::BUILD_LABEL,
-        ),
-    )
-}
-
 impl Build<'_> {
     fn left(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
     }
 
-    fn failed(&self, step: &str, e: &HcloudError) -> Diagnostic {
-        let mut d = e.to_diagnostic(&format!("Talos image build: {step}"));
-        if matches!(e, HcloudError::Timeout { .. }) {
-            d.detail += &format!(
-                "\n\nThe build's create timeout is {}; raise timeouts.create if Hetzner is slow.",
-                crate::duration::format(self.spec.create_timeout)
-            );
+    fn failed(&self, step: &str, e: HcloudError) -> SnapshotError {
+        SnapshotError::Hcloud {
+            doing: format!("Talos image build: {step}"),
+            source: Box::new(e),
+            create_timeout: Some(self.spec.create_timeout),
         }
-        d
     }
 
-    fn stopped(&self, step: &str) -> Diagnostic {
-        Diagnostic::error(
-            "Talos image build stopped",
-            format!(
-                "Terraform asked hct to stop while {step}. The temporary server and SSH key were \
-                 deleted; apply again to build the image."
-            ),
-        )
+    fn stopped(&self, step: &str) -> SnapshotError {
+        SnapshotError::Stopped {
+            step: step.to_string(),
+        }
     }
 
-    async fn run(&mut self) -> Result<(), Diagnostic> {
+    async fn run(&mut self) -> Result<(), SnapshotError> {
         let client = self.client;
         let spec = self.spec;
         let swept = cleanup::sweep(client).await;
@@ -149,12 +131,11 @@ impl Build<'_> {
         let name = format!("hct-talos-build-{}", self.id);
         let labels = cleanup::temporary_labels(&self.id, spec.create_timeout);
 
-        let key = BuilderKey::generate(&name)
-            .map_err(|why| Diagnostic::error("Talos image build: no SSH key", why))?;
+        let key = BuilderKey::generate(&name).map_err(SnapshotError::NoSshKey)?;
         let uploaded = client
             .create_ssh_key(&name, key.public_openssh(), &labels)
             .await
-            .map_err(|e| self.failed("uploading the temporary SSH key", &e))?;
+            .map_err(|e| self.failed("uploading the temporary SSH key", e))?;
         self.key = Some(uploaded.id);
 
         let created = client
@@ -167,7 +148,7 @@ impl Build<'_> {
                 ssh_keys: vec![uploaded.id],
             })
             .await
-            .map_err(|e| self.failed("creating the temporary builder server", &e))?;
+            .map_err(|e| self.failed("creating the temporary builder server", e))?;
         let server = created.server.id;
         self.server = Some(server);
         info!(
@@ -178,61 +159,49 @@ impl Build<'_> {
             client
                 .wait_for_action(action, &format!("{name}: creating"), self.left())
                 .await
-                .map_err(|e| self.failed("creating the temporary builder server", &e))?;
+                .map_err(|e| self.failed("creating the temporary builder server", e))?;
         }
         let wanted = image::hetzner_architecture(&spec.architecture).unwrap_or_default();
         let actual = &created.server.server_type.architecture;
         if !actual.is_empty() && actual != wanted {
-            return Err(Diagnostic::error(
-                "Builder server of the wrong architecture",
-                format!(
-                    "server_type {:?} is {actual} on Hetzner, but a {} image must be written by a \
-                     {wanted} server (the snapshot takes the server's architecture). Choose a \
-                     server type of that architecture, e.g. {:?}.",
-                    spec.server_type,
-                    spec.architecture,
-                    super::spec::default_server_type(&spec.architecture)
-                ),
-            ));
+            return Err(SnapshotError::WrongArchitecture {
+                server_type: spec.server_type.clone(),
+                actual: actual.clone(),
+                architecture: spec.architecture.clone(),
+                wanted,
+                suggested: default_server_type(&spec.architecture),
+            });
         }
 
         let (_, action) = client
             .enable_rescue(server, &[uploaded.id])
             .await
-            .map_err(|e| self.failed("enabling the rescue system", &e))?;
+            .map_err(|e| self.failed("enabling the rescue system", e))?;
         client
             .wait_for_action(action, &format!("{name}: enabling rescue"), self.left())
             .await
-            .map_err(|e| self.failed("enabling the rescue system", &e))?;
+            .map_err(|e| self.failed("enabling the rescue system", e))?;
         let action = client
             .power_on(server)
             .await
-            .map_err(|e| self.failed("powering on the builder", &e))?;
+            .map_err(|e| self.failed("powering on the builder", e))?;
         client
             .wait_for_action(action, &format!("{name}: powering on"), self.left())
             .await
-            .map_err(|e| self.failed("powering on the builder", &e))?;
+            .map_err(|e| self.failed("powering on the builder", e))?;
 
         let ip = match created.server.public_net.ipv4.as_ref() {
             Some(v4) if !v4.ip.is_empty() => v4.ip.clone(),
             _ => client
                 .server(server)
                 .await
-                .map_err(|e| self.failed("reading the builder's address", &e))?
+                .map_err(|e| self.failed("reading the builder's address", e))?
                 .and_then(|s| s.public_net.ipv4.map(|v4| v4.ip))
-                .ok_or_else(|| {
-                    Diagnostic::error(
-                        "Talos image build: the builder has no public IPv4",
-                        format!("Server {server} was created with a public IPv4 but shows none."),
-                    )
-                })?,
+                .ok_or(SnapshotError::NoPublicIpv4 { server })?,
         };
-        let ip: Ipv4Addr = ip.parse().map_err(|_| {
-            Diagnostic::error(
-                "Talos image build: unexpected builder address",
-                format!("Server {server} has the public IPv4 {ip:?}, which is not an address."),
-            )
-        })?;
+        let ip: Ipv4Addr = ip
+            .parse()
+            .map_err(|_| SnapshotError::BadAddress { server, ip })?;
         let target = SocketAddr::new(IpAddr::V4(ip), 22);
         check_route(ip, self.route)?;
 
@@ -251,50 +220,30 @@ impl Build<'_> {
         session.close().await;
         let outcome = match ran {
             Err(_) => {
-                return Err(Diagnostic::error(
-                    "Talos image build: writing the image timed out",
-                    format!(
-                        "Downloading and writing {image_url} did not finish within the create \
-                         timeout ({}). Raise timeouts.create, or check the builder's connection \
-                         to the Image Factory.",
-                        crate::duration::format(spec.create_timeout)
-                    ),
-                ));
+                return Err(SnapshotError::WriteTimedOut {
+                    image_url,
+                    create_timeout: spec.create_timeout,
+                });
             }
             Ok(Err(e)) => {
-                return Err(Diagnostic::error(
-                    "Talos image build: writing the image failed",
-                    format!("{e} while writing {image_url} on the builder."),
-                ));
+                return Err(SnapshotError::WriteBroken {
+                    image_url,
+                    why: e.to_string(),
+                });
             }
             Ok(Ok(outcome)) => outcome,
         };
         if outcome.status != Some(0) {
-            let status = outcome.status.map_or_else(
-                || "without an exit status".to_string(),
-                |s| format!("with status {s}"),
-            );
             let output = if outcome.stderr_tail.is_empty() {
-                outcome.stdout_tail.clone()
+                outcome.stdout_tail
             } else {
-                outcome.stderr_tail.clone()
+                outcome.stderr_tail
             };
-            return Err(Diagnostic::error(
-                "Talos image build: writing the image failed",
-                format!(
-                    "Downloading {image_url} and writing it to {} on the builder ended {status}. \
-                     Its last output:\n\n{}\n\nCheck that the Image Factory serves this release, \
-                     architecture and schematic (talos_version, architecture, extensions, \
-                     image_factory_url) and that the factory is reachable from Hetzner. Nothing \
-                     was snapshotted; the temporary server and key were deleted.",
-                    pipeline::DISK,
-                    if output.is_empty() {
-                        "(none)"
-                    } else {
-                        output.as_str()
-                    }
-                ),
-            ));
+            return Err(SnapshotError::WriteFailed {
+                image_url,
+                status: outcome.status,
+                output,
+            });
         }
         info!(server, "talos image build: image written; shutting down");
 
@@ -302,13 +251,13 @@ impl Build<'_> {
         let (image, action) = client
             .create_snapshot(server, &spec.description(), &spec.labels())
             .await
-            .map_err(|e| self.failed("creating the snapshot", &e))?;
+            .map_err(|e| self.failed("creating the snapshot", e))?;
         self.image = Some(image.id);
         info!(server, image = image.id, "talos image build: snapshotting");
         client
             .wait_for_action(action, &format!("{name}: snapshotting"), self.left())
             .await
-            .map_err(|e| self.failed("creating the snapshot", &e))?;
+            .map_err(|e| self.failed("creating the snapshot", e))?;
         info!(
             image = image.id,
             "talos image build: snapshot {} is ready", image.id
@@ -321,7 +270,7 @@ impl Build<'_> {
         &self,
         target: SocketAddr,
         key: &BuilderKey,
-    ) -> Result<ssh::Session, Diagnostic> {
+    ) -> Result<ssh::Session, SnapshotError> {
         let started = Instant::now();
         let mut pause = Duration::from_millis(500);
         let mut last = None;
@@ -361,47 +310,33 @@ impl Build<'_> {
             }
             pause = (pause * 3 / 2).min(SSH_RETRY_CAP);
         }
-        Err(Diagnostic::error(
-            "Talos image build: SSH to the rescue system timed out",
-            format!(
-                "The builder's rescue system at {} did not accept SSH within the create timeout \
-                 ({}, waited {}). Last error: {}. Check that outbound SSH (TCP 22) to Hetzner is \
-                 allowed from where Terraform runs (or through talos_proxy, if set), or raise \
-                 timeouts.create.",
-                target.ip(),
-                crate::duration::format(self.spec.create_timeout),
-                crate::duration::format(started.elapsed()),
-                last.map_or_else(|| "none".to_string(), |e| e.to_string()),
-            ),
-        ))
+        Err(SnapshotError::SshTimedOut {
+            ip: target.ip(),
+            create_timeout: self.spec.create_timeout,
+            waited: started.elapsed(),
+            last: last.map(|e| e.to_string()),
+        })
     }
 
     /// ACPI shutdown, waiting for `off`; a hard power-off if it hangs.
-    async fn shut_down(&self, server: i64, name: &str) -> Result<(), Diagnostic> {
+    async fn shut_down(&self, server: i64, name: &str) -> Result<(), SnapshotError> {
         self.client
             .shut_down(server, name, self.left())
             .await
-            .map_err(|e| self.failed("shutting down the builder", &e))
+            .map_err(|e| self.failed("shutting down the builder", e))
     }
 }
 
 /// Refuses to dial the documentation ranges directly (RFC 5737): hct-sim
 /// hands them out, and they lead nowhere on the internet, so reaching one
 /// needs the emulator's proxy.
-fn check_route(ip: Ipv4Addr, route: Route) -> Result<(), Diagnostic> {
+fn check_route(ip: Ipv4Addr, route: Route) -> Result<(), SnapshotError> {
     let documentation = matches!(
         ip.octets(),
         [192, 0, 2, _] | [198, 51, 100, _] | [203, 0, 113, _]
     );
     if documentation && route == Route::Direct {
-        return Err(Diagnostic::error(
-            "Talos image build: the builder's address is not routable",
-            format!(
-                "The builder's public IPv4 {ip} is a documentation address (RFC 5737), as hct-sim \
-                 hands out: it is reachable only through the emulator's SOCKS5 proxy. Set \
-                 talos_proxy (or HCT_TALOS_PROXY) to the proxy `hct-sim serve` prints."
-            ),
-        ));
+        return Err(SnapshotError::Unroutable { ip });
     }
     Ok(())
 }
