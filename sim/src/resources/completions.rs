@@ -31,7 +31,7 @@ impl World {
                 network,
                 ip,
             } => self.network_attached(server, network, ip),
-            // networks.rs
+            // networks/subnets.rs
             Completion::SubnetReady { network, ip_range } => self.subnet_ready(network, ip_range),
         }
     }
@@ -52,8 +52,9 @@ impl World {
             Completion::Attached {
                 server, network, ..
             } => self.discard_attachment(server, network),
-            // networks.rs
+            // networks/subnets.rs
             Completion::SubnetReady { network, ip_range } => self.discard_subnet(network, ip_range),
+            // networks/routes.rs
             Completion::RouteAdded {
                 network,
                 destination,

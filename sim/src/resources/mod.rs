@@ -1,5 +1,8 @@
 //! The resources of a project: their state, their rules, their API shape.
-//! Each resource's module also holds what its actions do when they end;
+//! Each resource is a folder: its `mod.rs` holds the records (data only, so
+//! that the world in `state` can hold them without depending on what is done
+//! with them), the other files its requests and views (`impl World`). Each
+//! resource's module also holds what its actions do when they end;
 //! `completions` sends every finished or failed action there.
 
 mod completions;

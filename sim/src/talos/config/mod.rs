@@ -4,20 +4,33 @@
 //! trustd token, the CAs (certificates that parse, keys that fit them and
 //! only where Talos allows keys), the cluster's identity, the control plane
 //! endpoint, the installer image, the hostname and the routes.
+//!
+//! This file holds the parsed config, its errors, `parse` and the checks of
+//! single fields (the machine type, the endpoint, required values); the
+//! other checks are in the file named after what they check:
+//!
+//! - `documents`: the YAML documents as written;
+//! - `sorting`: splitting the YAML into documents and sorting them by kind;
+//! - `authorities`: the OS and Kubernetes CAs;
+//! - `hostname`: the hostname, from `v1alpha1` or `HostnameConfig`;
+//! - `routes`: the routes of interfaces, VLANs and link documents.
 
+mod authorities;
 pub mod documents;
+mod hostname;
+mod routes;
+mod sorting;
 
-use std::net::IpAddr;
-
-use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value;
 
-use self::documents::{
-    Ca, HostnameDocument, LINK_KINDS, LegacyRoute, LinkDocument, Machine, V1Alpha1, is_known_kind,
-};
+use self::authorities::{KUBERNETES_CA, OS_CA, authority};
+use self::documents::V1Alpha1;
+use self::hostname::hostname;
+use self::routes::routes;
+use self::sorting::{sort_documents, yaml_documents};
 use super::network::Route;
-use super::pki::{self, CertificateAuthority, PkiError};
+use super::pki::{CertificateAuthority, PkiError};
 use super::secret::Secret;
 use super::version::{TalosVersion, installer_version};
 
@@ -110,86 +123,6 @@ impl ConfigError {
     }
 }
 
-/// The field names of one CA in the config.
-struct CaFields {
-    crt: &'static str,
-    key: &'static str,
-}
-
-const OS_CA: CaFields = CaFields {
-    crt: "machine.ca.crt",
-    key: "machine.ca.key",
-};
-const KUBERNETES_CA: CaFields = CaFields {
-    crt: "cluster.ca.crt",
-    key: "cluster.ca.key",
-};
-
-/// The documents of a config, sorted by what the emulation reads of them.
-#[derive(Default)]
-struct Documents {
-    v1alpha1: Option<Value>,
-    links: Vec<(String, Value)>,
-    hostname: Option<Value>,
-}
-
-fn yaml_documents(text: &str) -> Result<Vec<(usize, Value)>, ConfigError> {
-    let mut out = Vec::new();
-    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let number = index + 1;
-        let value = Value::deserialize(document).map_err(|e| ConfigError::Yaml {
-            document: number,
-            reason: e.to_string(),
-        })?;
-        if !value.is_null() {
-            out.push((number, value));
-        }
-    }
-    Ok(out)
-}
-
-fn text_field<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
-    value.get(key).and_then(Value::as_str)
-}
-
-fn sort_documents(text: &str, talos: Option<&TalosVersion>) -> Result<Documents, ConfigError> {
-    let mut documents = Documents::default();
-    for (number, value) in yaml_documents(text)? {
-        if !value.is_mapping() {
-            return Err(ConfigError::NotAMapping { document: number });
-        }
-        if let Some(version) = value.get("version") {
-            if version.as_str() != Some("v1alpha1") {
-                return Err(ConfigError::UnknownVersion(format!("{version:?}")));
-            }
-            if documents.v1alpha1.replace(value).is_some() {
-                return Err(ConfigError::DuplicateV1Alpha1);
-            }
-            continue;
-        }
-        let Some(kind) = text_field(&value, "kind") else {
-            return Err(ConfigError::Unrecognized { document: number });
-        };
-        let api_version = text_field(&value, "apiVersion").unwrap_or_default();
-        if api_version != "v1alpha1" || !is_known_kind(kind, talos) {
-            return Err(ConfigError::UnknownKind {
-                api_version: api_version.to_string(),
-                kind: kind.to_string(),
-                known_by: talos.map(|v| format!(" for Talos {v}")).unwrap_or_default(),
-            });
-        }
-        let kind = kind.to_string();
-        if kind == "HostnameConfig" {
-            if documents.hostname.replace(value).is_some() {
-                return Err(ConfigError::DuplicateHostnameConfig);
-            }
-        } else if LINK_KINDS.contains(&kind.as_str()) {
-            documents.links.push((kind, value));
-        }
-    }
-    Ok(documents)
-}
-
 fn typed<T: serde::de::DeserializeOwned>(value: Value, document: &str) -> Result<T, ConfigError> {
     serde_yaml_ng::from_value(value).map_err(|e| ConfigError::Malformed {
         document: document.to_string(),
@@ -205,31 +138,6 @@ fn required(value: Option<&String>, field: &'static str) -> Result<String, Confi
     non_empty(value)
         .map(str::to_string)
         .ok_or(ConfigError::Missing(field))
-}
-
-/// A CA from the config; its key only where `control_plane`, and then it
-/// must be the certificate's.
-fn authority(
-    ca: Option<&Ca>,
-    fields: &CaFields,
-    control_plane: bool,
-) -> Result<CertificateAuthority, ConfigError> {
-    let pki_error = |field| move |source| ConfigError::Pki { field, source };
-    let crt = non_empty(ca.and_then(|c| c.crt.as_ref())).ok_or(ConfigError::Missing(fields.crt))?;
-    let certificate = pki::decode_config_pem(crt).map_err(pki_error(fields.crt))?;
-    let der = pki::certificate_der(&certificate).map_err(pki_error(fields.crt))?;
-    let key = match (non_empty(ca.and_then(|c| c.key.as_ref())), control_plane) {
-        (None, true) => return Err(ConfigError::Missing(fields.key)),
-        (Some(_), false) => return Err(ConfigError::KeyOnWorker(fields.key)),
-        (None, false) => None,
-        (Some(key), true) => {
-            let pem = pki::decode_config_pem(key).map_err(pki_error(fields.key))?;
-            let pair = pki::key_pair(&pem).map_err(pki_error(fields.key))?;
-            pki::check_key_matches(&der, &pair).map_err(pki_error(fields.key))?;
-            Some(Secret::new(pem))
-        }
-    };
-    Ok(CertificateAuthority { certificate, key })
 }
 
 /// `https://host[:port][/…]`, as `cluster.controlPlane.endpoint` must be.
@@ -250,182 +158,6 @@ fn endpoint(text: &str) -> Result<String, ConfigError> {
         ));
     }
     Ok(text.to_string())
-}
-
-fn is_hostname(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
-
-/// The hostname from `machine.network.hostname` or the `HostnameConfig`
-/// document, which Talos v1.12 does not let both set.
-fn hostname(machine: &Machine, document: Option<Value>) -> Result<Option<String>, ConfigError> {
-    let legacy = non_empty(machine.network.as_ref().and_then(|n| n.hostname.as_ref()));
-    let stable = machine
-        .features
-        .as_ref()
-        .and_then(|f| f.stable_hostname)
-        .unwrap_or(false);
-    let from_document = match document {
-        None => None,
-        Some(value) => {
-            const DOC: &str = "HostnameConfig";
-            let doc: HostnameDocument = typed(value, DOC)?;
-            let named = non_empty(doc.hostname.as_ref());
-            match (doc.auto.as_deref(), named) {
-                (Some("stable"), Some(_)) => {
-                    return Err(ConfigError::invalid(
-                        DOC,
-                        "'auto' and 'hostname' cannot be set at the same time",
-                    ));
-                }
-                (None | Some("off"), None) => {
-                    return Err(ConfigError::invalid(
-                        DOC,
-                        "either 'auto' or 'hostname' must be set",
-                    ));
-                }
-                (Some(other), _) if other != "stable" && other != "off" => {
-                    return Err(ConfigError::invalid(
-                        DOC,
-                        format!("invalid value for 'auto': {other}"),
-                    ));
-                }
-                _ => {}
-            }
-            if legacy.is_some() {
-                return Err(ConfigError::invalid(
-                    DOC,
-                    "static hostname is already set in v1alpha1 config",
-                ));
-            }
-            if stable {
-                return Err(ConfigError::invalid(
-                    DOC,
-                    "stable hostname is already set in v1alpha1 config",
-                ));
-            }
-            named.map(str::to_string)
-        }
-    };
-    match from_document.or(legacy.map(str::to_string)) {
-        Some(name) if !is_hostname(&name) => Err(ConfigError::invalid(
-            "hostname",
-            format!("invalid hostname {name:?}"),
-        )),
-        name => Ok(name),
-    }
-}
-
-fn legacy_route(route: &LegacyRoute, field: String) -> Result<Route, ConfigError> {
-    let destination = match route.network.trim() {
-        "" => None,
-        text => Some(text.parse::<IpNet>().map_err(|_| {
-            ConfigError::invalid(
-                format!("{field}.network"),
-                format!("{text:?} is not a CIDR"),
-            )
-        })?),
-    };
-    let gateway = match route.gateway.trim() {
-        "" => None,
-        text => Some(text.parse::<IpAddr>().map_err(|_| {
-            ConfigError::invalid(
-                format!("{field}.gateway"),
-                format!("{text:?} is not an IP address"),
-            )
-        })?),
-    };
-    if destination.is_none() && gateway.is_none() {
-        return Err(ConfigError::invalid(
-            field,
-            "either network or gateway should be set",
-        ));
-    }
-    Ok(Route {
-        destination,
-        gateway,
-    })
-}
-
-/// Routes of the link documents. Talos v1.12 takes a route without a
-/// destination as the default route and rejects `0.0.0.0/0` written out.
-fn link_routes(kind: &str, value: Value) -> Result<Vec<Route>, ConfigError> {
-    let link: LinkDocument = typed(value, kind)?;
-    let name = non_empty(link.name.as_ref())
-        .ok_or_else(|| ConfigError::invalid(kind, "name is required"))?
-        .to_string();
-    let at = |i: usize| format!("{kind} {name}: route {i}");
-    link.routes
-        .iter()
-        .enumerate()
-        .map(|(i, route)| {
-            let destination = match non_empty(route.destination.as_ref()) {
-                None => None,
-                Some(text) => match text.parse::<IpNet>() {
-                    Ok(net) if !net.addr().is_unspecified() => Some(net),
-                    _ => {
-                        return Err(ConfigError::invalid(
-                            at(i),
-                            format!(
-                                "destination {text:?} must be a valid IP prefix (leave it out \
-                                 for a default route)"
-                            ),
-                        ));
-                    }
-                },
-            };
-            let gateway = match non_empty(route.gateway.as_ref()) {
-                None => None,
-                Some(text) => match text.parse::<IpAddr>() {
-                    Ok(ip) if !ip.is_unspecified() => Some(ip),
-                    _ => {
-                        return Err(ConfigError::invalid(
-                            at(i),
-                            format!("gateway {text:?} must be a valid IP address"),
-                        ));
-                    }
-                },
-            };
-            Ok(Route {
-                destination,
-                gateway,
-            })
-        })
-        .collect()
-}
-
-fn routes(machine: &Machine, links: Vec<(String, Value)>) -> Result<Vec<Route>, ConfigError> {
-    let mut routes = Vec::new();
-    for (i, interface) in machine
-        .network
-        .iter()
-        .flat_map(|n| &n.interfaces)
-        .enumerate()
-    {
-        let prefix = format!("machine.network.interfaces[{i}]");
-        for (j, route) in interface.routes.iter().enumerate() {
-            routes.push(legacy_route(route, format!("{prefix}.routes[{j}]"))?);
-        }
-        for (v, vlan) in interface.vlans.iter().enumerate() {
-            for (j, route) in vlan.routes.iter().enumerate() {
-                routes.push(legacy_route(
-                    route,
-                    format!("{prefix}.vlans[{v}].routes[{j}]"),
-                )?);
-            }
-        }
-    }
-    for (kind, value) in links {
-        routes.extend(link_routes(&kind, value)?);
-    }
-    Ok(routes)
 }
 
 /// Parses and checks a machine config for a node running `talos` (which

@@ -4,8 +4,15 @@
 //! Time only moves when someone looks: `World::advance` finishes every action
 //! that is due, so answers are consistent with the clock at every request.
 //!
-//! This file is the bookkeeping only. What each completion does lives with
+//! This file holds the records only (an action, its status, its
+//! `Completion`, the request to start one); starting, locking and finishing
+//! actions (`impl World`) is in `run`. What each completion does lives with
 //! the resource it changes; `resources::completions` sends each one there.
+//!
+//! Keeping the operations out of this file lets the world (`state`) hold
+//! actions without depending on what they do.
+
+mod run;
 
 use std::net::Ipv4Addr;
 
@@ -13,10 +20,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::clock::Timestamp;
-use crate::errors::ApiError;
-use crate::ids::{Id, ResourceKind, ResourceRef};
+use crate::ids::{Id, ResourceRef};
 use crate::resources::servers::ServerStatus;
-use crate::state::World;
 
 // Lives with the API errors; re-exported for `actions::ActionError`.
 pub use crate::errors::ActionError;
@@ -130,7 +135,7 @@ impl Action {
     }
 }
 
-/// How to start an action; see [`World::start_action`].
+/// How to start an action; see [`World::start_action`](crate::state::World::start_action).
 pub struct NewAction {
     pub command: &'static str,
     pub resources: Vec<ResourceRef>,
@@ -155,97 +160,5 @@ impl NewAction {
     pub fn also(mut self, resource: ResourceRef) -> Self {
         self.resources.push(resource);
         self
-    }
-}
-
-impl World {
-    pub fn start_action(&mut self, new: NewAction, now: Timestamp) -> Id {
-        let id = self.next_id(None);
-        let begins = new.after.map_or(now, |after| after.max(now));
-        let finishes_at = begins.plus(self.config.durations.for_command(new.command));
-        let fails_with = self.take_action_failure(new.command);
-        self.actions.insert(
-            id,
-            Action {
-                id,
-                command: new.command.to_string(),
-                status: ActionStatus::Running,
-                started: now,
-                finishes_at,
-                finished: None,
-                resources: new.resources,
-                locks: new.locks,
-                error: None,
-                fails_with,
-                completion: new.completion,
-            },
-        );
-        id
-    }
-
-    fn take_action_failure(&mut self, command: &str) -> Option<ActionError> {
-        let failures = &mut self.config.action_failures;
-        let index = failures.iter().position(|f| f.matches(command))?;
-        let error = failures[index].error();
-        if failures[index].consume() {
-            failures.remove(index);
-        }
-        Some(error)
-    }
-
-    pub fn is_locked(&self, target: ResourceRef) -> bool {
-        self.actions
-            .values()
-            .any(|a| a.is_running() && a.locks.contains(&target))
-    }
-
-    /// Refuses to act on a resource while an action holds it. Networks
-    /// answer `conflict` (as documented for network changes), others `locked`.
-    pub fn ensure_unlocked(&self, target: ResourceRef) -> Result<(), ApiError> {
-        if !self.is_locked(target) {
-            return Ok(());
-        }
-        Err(match target.kind {
-            ResourceKind::Network => {
-                ApiError::Conflict("a change is currently being performed on this network".into())
-            }
-            kind => ApiError::Locked {
-                kind: kind.as_str(),
-            },
-        })
-    }
-
-    /// Finishes every action that is due by `now`, in the order they end.
-    pub fn advance(&mut self, now: Timestamp) -> usize {
-        let mut due: Vec<(Timestamp, Id)> = self
-            .actions
-            .values()
-            .filter(|a| a.is_running() && a.finishes_at <= now)
-            .map(|a| (a.finishes_at, a.id))
-            .collect();
-        due.sort();
-        for (at, id) in &due {
-            self.finish_action(*id, *at);
-        }
-        due.len()
-    }
-
-    fn finish_action(&mut self, id: Id, at: Timestamp) {
-        let Some(action) = self.actions.get_mut(&id) else {
-            return;
-        };
-        action.finished = Some(at);
-        let completion = action.completion.clone();
-        match action.fails_with.take() {
-            None => {
-                action.status = ActionStatus::Success;
-                self.complete(completion, at);
-            }
-            Some(error) => {
-                action.status = ActionStatus::Error;
-                action.error = Some(error);
-                self.undo(completion);
-            }
-        }
     }
 }

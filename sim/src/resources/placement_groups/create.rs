@@ -1,73 +1,15 @@
-//! Placement groups of type `spread`: each member on its own host, so at
-//! most ten members per group.
+//! Creating a placement group, renaming or relabelling it, and deleting it
+//! (which releases its servers).
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
+use super::PlacementGroup;
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
 use crate::ids::{Id, ResourceKind};
 use crate::labels::Labels;
-use crate::pagination::{SortKey, Sortable};
 use crate::resources::{check_name, checked_labels};
 use crate::state::World;
 
-/// Servers a spread group can hold.
-pub const SPREAD_GROUP_LIMIT: usize = 10;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlacementGroup {
-    pub id: Id,
-    pub name: String,
-    pub labels: Labels,
-    pub created: Timestamp,
-}
-
-impl PlacementGroup {
-    pub fn to_api(&self, world: &World) -> Value {
-        json!({
-            "id": self.id,
-            "name": self.name,
-            "labels": self.labels,
-            "type": "spread",
-            "servers": world.placement_group_members(self.id),
-            "created": self.created.rfc3339(),
-        })
-    }
-}
-
-impl Sortable for PlacementGroup {
-    fn id(&self) -> i64 {
-        self.id
-    }
-
-    fn sort_key(&self, field: &str) -> SortKey {
-        match field {
-            "name" => SortKey::Text(self.name.clone()),
-            "created" => SortKey::Int(self.created.millis() as i64),
-            _ => SortKey::Int(self.id),
-        }
-    }
-}
-
 impl World {
-    pub fn placement_group_members(&self, group: Id) -> Vec<Id> {
-        self.servers
-            .values()
-            .filter(|s| s.placement_group == Some(group))
-            .map(|s| s.id)
-            .collect()
-    }
-
-    /// Fails when `group` cannot take one more server.
-    pub fn ensure_room_in_group(&self, group: Id) -> Result<(), ApiError> {
-        self.placement_group(group)?;
-        if self.placement_group_members(group).len() >= SPREAD_GROUP_LIMIT {
-            return Err(ApiError::PlacementGroupFull(group));
-        }
-        Ok(())
-    }
-
     pub fn create_placement_group(
         &mut self,
         name: String,
