@@ -8,8 +8,9 @@ use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
 use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::network_plan::NetworkPlan;
 use crate::resources::labels::validate_server_labels;
+use crate::resources::node_group;
 use crate::resources::timeouts;
-use crate::resources::values::{string_list, string_map};
+use crate::resources::values::string_list;
 use crate::talos::config::{Contract, DEFAULT_INSTALL_DISK, check_kubernetes_supported};
 use crate::talos::image::schematic::Schematic;
 use crate::talos::release;
@@ -273,24 +274,14 @@ pub fn preflight_inputs_known(value: &Value) -> bool {
 
 /// The control plane as a group of servers.
 pub fn control_plane_group(value: &Value) -> GroupSpec {
-    let cp = value.get("control_plane");
-    let (location, _) = preflight::location(
-        cp.get("location").as_str().unwrap_or_default(),
+    node_group::group_spec(
+        CONTROL_PLANE_GROUP,
+        Role::ControlPlane,
+        value.get("control_plane"),
         control_plane_attr("location"),
-    );
-    GroupSpec {
-        group: CONTROL_PLANE_GROUP.to_string(),
-        role: Role::ControlPlane,
-        server_type: cp
-            .get("server_type")
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        location,
-        server_labels: string_map(cp.get("server_labels")),
-        traits: NodeTraits {
+        NodeTraits {
             config_patches: string_list(value.get("config_patches")),
             ..NodeTraits::default()
         },
-    }
+    )
 }

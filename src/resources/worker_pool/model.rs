@@ -9,6 +9,7 @@ use crate::cluster::preflight::{self, Paths};
 use crate::cluster::settings::{ClusterSettings, NodeTraits, WorkerJoin};
 use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::resources::labels::validate_server_labels;
+use crate::resources::node_group;
 use crate::resources::timeouts;
 use crate::resources::values::{string_list, string_map};
 use crate::talos::Role;
@@ -107,10 +108,6 @@ pub fn validate(config: &Value) -> Diagnostics {
 
 /// The pool as a group of servers.
 pub fn group_spec(value: &Value) -> GroupSpec {
-    let (location, _) = preflight::location(
-        value.get("location").as_str().unwrap_or_default(),
-        attr("location"),
-    );
     let node_taints: BTreeMap<String, String> = value
         .get("node_taints")
         .as_list()
@@ -126,22 +123,17 @@ pub fn group_spec(value: &Value) -> GroupSpec {
             Some((key, talos))
         })
         .collect();
-    GroupSpec {
-        group: value.get("name").as_str().unwrap_or_default().to_string(),
-        role: Role::Worker,
-        server_type: value
-            .get("server_type")
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        location,
-        server_labels: string_map(value.get("server_labels")),
-        traits: NodeTraits {
+    node_group::group_spec(
+        value.get("name").as_str().unwrap_or_default(),
+        Role::Worker,
+        value,
+        attr("location"),
+        NodeTraits {
             node_labels: string_map(value.get("node_labels")),
             node_taints,
             config_patches: string_list(value.get("config_patches")),
         },
-    }
+    )
 }
 
 /// The error for a pool the cluster's network plan does not have.

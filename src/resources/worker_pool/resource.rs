@@ -33,17 +33,9 @@ impl GroupKind for WorkerPool {
     const NODES: &'static str = "nodes";
     const PLACEMENT_GROUP_IDS: bool = true;
 
-    fn schema() -> Schema {
-        schema::schema()
-    }
-
-    fn validate(config: &Value) -> Diagnostics {
-        model::validate(config)
-    }
-
-    fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
-        immutable_changes(prior, proposed, plan)
-    }
+    const SCHEMA: fn() -> Schema = schema::schema;
+    const VALIDATE: fn(&Value) -> Diagnostics = model::validate;
+    const IMMUTABLE_CHANGES: fn(&Value, &Value, &mut Plan) = immutable_changes;
 
     async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan) {
         let planned = &mut plan.planned;

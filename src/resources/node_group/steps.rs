@@ -1,90 +1,49 @@
-//! The lifecycle `hct_cluster` and `hct_worker_pool` share: each manages
-//! one group of nodes (the control plane, or a pool) and records it in
-//! state the same way. What differs (where the settings come from, the
-//! client configs, the pool's placement-group ids) stays in the resources.
-//!
-//! - plan: the node list with each node's server and config hash
-//!   ([`plan_nodes`]), and preflight when servers are added or resized;
-//! - apply: converge the servers and bring the nodes up ([`converge`]), or
-//!   remove them all ([`remove_all`]);
-//! - read: the servers that still exist, their configs read back, label and
-//!   server-type drift ([`refresh`]);
-//! - import: the group's servers by hct's labels ([`import`]).
-//!
-//! [`NodeGroupResource`] is the Terraform resource made of these steps; a
-//! [`GroupKind`] supplies what is its own.
+//! The steps of a node group's lifecycle: plan its nodes, preflight,
+//! converge and bring up, remove, refresh (drift), import.
 
-use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use crate::cluster::preflight::{Paths, Preflight};
-use crate::cluster::settings::{ClusterSettings, config_sha256};
+use crate::cluster::preflight::{self, Paths, Preflight};
+use crate::cluster::settings::{ClusterSettings, NodeTraits, config_sha256};
 use crate::cluster::wait::Deadline;
 use crate::cluster::{ClusterError, Group, GroupSpec, NodeRecord, NodeSlot, Recorder};
 use crate::cluster::{bring_up, naming, running_config};
 use crate::hcloud::Client;
 use crate::hcloud::models::{Labels, Server};
 use crate::network_plan::NetworkPlan;
-use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
-use crate::resources::timeouts::{self, Operation};
-use crate::resources::values::{failed, set};
+use crate::provider::Context;
+use crate::resources::values::string_map;
 use crate::talos::Role;
 use crate::talos::api::Trust;
 use crate::talos::release::TalosVersion;
-use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Type, Value};
+use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
 
-/// The type of `control_plane_nodes` and `nodes`.
-pub fn node_list_type() -> Type {
-    Type::list(Type::Object(BTreeMap::from([
-        ("name".to_string(), Type::String),
-        ("server_id".to_string(), Type::Number),
-        ("ip".to_string(), Type::String),
-        ("config_sha256".to_string(), Type::String),
-    ])))
-}
-
-pub const NODE_LIST_DESCRIPTION: &str = "The nodes in index order: `name` (the Hetzner server \
-    name, also the Kubernetes node name), `server_id`, `ip` (private) and `config_sha256` (a \
-    fingerprint of the machine config's meaning: of the config hct gave the node, and after each \
-    refresh of the config the node runs, read back over the Talos API; a planned change here \
-    means hct re-applies the node's config).";
-
-pub fn nodes_value(nodes: &[NodeRecord]) -> Value {
-    Value::List(
-        nodes
-            .iter()
-            .map(|node| {
-                Value::object([
-                    ("name", Value::from(node.name.as_str())),
-                    ("server_id", Value::from(node.server_id)),
-                    ("ip", Value::from(node.ip.to_string())),
-                    ("config_sha256", Value::from(node.config_sha256.clone())),
-                ])
-            })
-            .collect(),
-    )
-}
-
-/// The nodes recorded in state (entries with unknown ids or IPs are
-/// skipped: the next apply adopts their servers again).
-pub fn nodes_from(value: &Value) -> Vec<NodeRecord> {
-    value
-        .as_list()
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|node| {
-            Some(NodeRecord {
-                name: node.get("name").as_str()?.to_string(),
-                server_id: node.get("server_id").as_i64()?,
-                ip: node.get("ip").as_str()?.parse().ok()?,
-                config_sha256: node.get("config_sha256").as_str().map(str::to_string),
-            })
-        })
-        .collect()
+/// A group's spec from the object that holds its `server_type`, `location`
+/// (at `location_path`) and `server_labels`.
+pub fn group_spec(
+    group: &str,
+    role: Role,
+    servers: &Value,
+    location_path: AttrPath,
+    traits: NodeTraits,
+) -> GroupSpec {
+    let (location, _) = preflight::location(
+        servers.get("location").as_str().unwrap_or_default(),
+        location_path,
+    );
+    GroupSpec {
+        group: group.to_string(),
+        role,
+        server_type: servers
+            .get("server_type")
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        location,
+        server_labels: string_map(servers.get("server_labels")),
+        traits,
+    }
 }
 
 /// What a group is checked against before servers are added or resized.
@@ -467,198 +426,4 @@ pub async fn import(
         network,
         nodes,
     })
-}
-
-/// What a node-group resource prepares for an apply from its planned state.
-pub struct Prepared {
-    pub settings: ClusterSettings,
-    pub spec: GroupSpec,
-    pub slots: Vec<NodeSlot>,
-    pub paths: Paths,
-}
-
-/// Where a group's refresh starts from, as its state has it.
-pub struct StateGroup {
-    pub cluster: String,
-    pub group: String,
-    pub network: Option<i64>,
-    pub server_labels: Labels,
-    pub server_type: Option<String>,
-    pub settings: Result<ClusterSettings, String>,
-}
-
-/// One kind of node-group resource (`hct_cluster`, `hct_worker_pool`):
-/// only what differs between them. [`NodeGroupResource`] turns it into a
-/// Terraform resource with the lifecycle they share.
-#[async_trait]
-pub trait GroupKind: Send + Sync + 'static {
-    const TYPE_NAME: &'static str;
-    /// The state attribute with the node list.
-    const NODES: &'static str;
-    /// Whether the resource records its placement groups' ids.
-    const PLACEMENT_GROUP_IDS: bool;
-
-    fn schema() -> Schema;
-    fn validate(config: &Value) -> Diagnostics;
-    /// Changes it cannot make in place: replacements, or errors that say
-    /// what to do instead.
-    fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan);
-    /// The rest of the plan: defaults, computed values, the node list,
-    /// preflight.
-    async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan);
-    /// The settings and nodes to converge, from the state to be (which it
-    /// may complete, e.g. with generated secrets).
-    fn prepare(state: &mut Value) -> Result<Prepared, Diagnostic>;
-    /// Computed attributes after the apply, also after a failure.
-    async fn finish(state: &mut Value, prepared: &Prepared, outcome: &mut Outcome);
-    async fn destroy(ctx: &Context, prior: Value) -> Applied;
-    /// The group as state records it, for a refresh.
-    fn state_group(state: &Value) -> Option<StateGroup>;
-    /// Writes drift into state; `None` when the object is gone.
-    fn drifted(state: Value, refreshed: &Refreshed) -> Option<Value>;
-    async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics>;
-}
-
-/// A node-group resource of kind `K`.
-pub struct NodeGroupResource<K>(PhantomData<K>);
-
-impl<K> NodeGroupResource<K> {
-    pub const fn new() -> Self {
-        Self(PhantomData)
-    }
-}
-
-impl<K> Default for NodeGroupResource<K> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-#[async_trait]
-impl<K: GroupKind> Resource for NodeGroupResource<K> {
-    fn type_name(&self) -> &'static str {
-        K::TYPE_NAME
-    }
-
-    fn schema(&self) -> Schema {
-        K::schema()
-    }
-
-    fn validate(&self, config: &Value) -> Diagnostics {
-        K::validate(config)
-    }
-
-    async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan {
-        if request.proposed.is_null() {
-            return Plan::default();
-        }
-        let mut plan = Plan {
-            planned: request.proposed.clone(),
-            ..Plan::default()
-        };
-        if !request.prior.is_null() {
-            K::immutable_changes(&request.prior, &request.proposed, &mut plan);
-        }
-        K::plan(ctx, &request.prior, &mut plan).await;
-        plan
-    }
-
-    async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied {
-        if request.planned.is_null() {
-            return K::destroy(ctx, request.prior).await;
-        }
-        let operation = if request.prior.is_null() {
-            Operation::Create
-        } else {
-            Operation::Update
-        };
-        let timeout = match timeouts::limit(&request.config, operation) {
-            Ok(t) => t,
-            Err(d) => return failed(request.prior, d),
-        };
-        let mut state = request.planned.clone();
-        let prepared = match K::prepare(&mut state) {
-            Ok(p) => p,
-            Err(d) => return failed(request.prior, d),
-        };
-        let run = Run {
-            ctx,
-            settings: &prepared.settings,
-            spec: &prepared.spec,
-            slots: &prepared.slots,
-            prior_nodes: nodes_from(request.prior.get(K::NODES)),
-            timeout,
-            paths: &prepared.paths,
-            placement_group_ids: K::PLACEMENT_GROUP_IDS,
-        };
-        let mut outcome = match converge(run).await {
-            Ok(outcome) => outcome,
-            Err(found) => {
-                return Applied {
-                    new_state: request.prior,
-                    private: request.private,
-                    diagnostics: found,
-                };
-            }
-        };
-        // Whatever happened, state gets every server that exists.
-        set(&mut state, K::NODES, nodes_value(&outcome.nodes));
-        K::finish(&mut state, &prepared, &mut outcome).await;
-        if request.prior.is_null() && outcome.nodes.is_empty() && outcome.diagnostics.has_errors() {
-            // Nothing was created: no state at all.
-            state = Value::Null;
-        }
-        Applied {
-            new_state: state,
-            private: request.private,
-            diagnostics: outcome.diagnostics,
-        }
-    }
-
-    async fn read(
-        &self,
-        ctx: &Context,
-        state: Value,
-        _private: Vec<u8>,
-    ) -> (Option<Value>, Diagnostics) {
-        let Some(group) = K::state_group(&state) else {
-            return (Some(state), Diagnostics::new());
-        };
-        let recorded = Recorded {
-            cluster: &group.cluster,
-            group: &group.group,
-            network: group.network,
-            nodes: nodes_from(state.get(K::NODES)),
-            server_labels: &group.server_labels,
-            server_type: group.server_type.as_deref(),
-        };
-        let refreshed = match refresh(ctx, recorded, group.settings).await {
-            Ok(r) => r,
-            Err(d) => return (Some(state), d.into()),
-        };
-        let mut state = state;
-        set(&mut state, K::NODES, nodes_value(&refreshed.nodes));
-        let warning = refreshed.warning.clone();
-        (K::drifted(state, &refreshed), warning.into_iter().collect())
-    }
-
-    async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
-        K::import(ctx, id).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nodes_round_trip_through_state() {
-        let nodes = vec![NodeRecord {
-            name: "c-cp-1".into(),
-            server_id: 7,
-            ip: "10.0.128.17".parse().unwrap(),
-            config_sha256: None,
-        }];
-        assert_eq!(nodes_from(&nodes_value(&nodes)), nodes);
-    }
 }

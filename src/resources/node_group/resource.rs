@@ -1,0 +1,197 @@
+//! A node group as a Terraform resource: [`NodeGroupResource`] runs the
+//! shared lifecycle, a [`GroupKind`] supplies what its resource does its
+//! own way.
+
+use std::marker::PhantomData;
+
+use async_trait::async_trait;
+
+use super::state::{nodes_from, nodes_value};
+use super::steps::{Outcome, Recorded, Refreshed, Run, converge, refresh};
+use crate::cluster::preflight::Paths;
+use crate::cluster::settings::ClusterSettings;
+use crate::cluster::{GroupSpec, NodeSlot};
+use crate::hcloud::models::Labels;
+use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
+use crate::resources::timeouts::{self, Operation};
+use crate::resources::values::{failed, set};
+use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
+
+/// What a node-group resource prepares for an apply from its planned state.
+pub struct Prepared {
+    pub settings: ClusterSettings,
+    pub spec: GroupSpec,
+    pub slots: Vec<NodeSlot>,
+    pub paths: Paths,
+}
+
+/// Where a group's refresh starts from, as its state has it.
+pub struct StateGroup {
+    pub cluster: String,
+    pub group: String,
+    pub network: Option<i64>,
+    pub server_labels: Labels,
+    pub server_type: Option<String>,
+    pub settings: Result<ClusterSettings, String>,
+}
+
+/// One kind of node-group resource (`hct_cluster`, `hct_worker_pool`):
+/// only what differs between them. [`NodeGroupResource`] turns it into a
+/// Terraform resource with the lifecycle they share.
+#[async_trait]
+pub trait GroupKind: Send + Sync + 'static {
+    const TYPE_NAME: &'static str;
+    /// The state attribute with the node list.
+    const NODES: &'static str;
+    /// Whether the resource records its placement groups' ids.
+    const PLACEMENT_GROUP_IDS: bool;
+
+    const SCHEMA: fn() -> Schema;
+    /// Checks without API calls; unknown values pass.
+    const VALIDATE: fn(&Value) -> Diagnostics;
+    /// Changes it cannot make in place (prior, proposed): replacements, or
+    /// errors that say what to do instead.
+    const IMMUTABLE_CHANGES: fn(&Value, &Value, &mut Plan);
+    /// The rest of the plan: defaults, computed values, the node list,
+    /// preflight.
+    async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan);
+    /// The settings and nodes to converge, from the state to be (which it
+    /// may complete, e.g. with generated secrets).
+    fn prepare(state: &mut Value) -> Result<Prepared, Diagnostic>;
+    /// Computed attributes after the apply, also after a failure.
+    async fn finish(state: &mut Value, prepared: &Prepared, outcome: &mut Outcome);
+    async fn destroy(ctx: &Context, prior: Value) -> Applied;
+    /// The group as state records it, for a refresh.
+    fn state_group(state: &Value) -> Option<StateGroup>;
+    /// Writes drift into state; `None` when the object is gone.
+    fn drifted(state: Value, refreshed: &Refreshed) -> Option<Value>;
+    async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics>;
+}
+
+/// A node-group resource of kind `K`.
+pub struct NodeGroupResource<K>(PhantomData<K>);
+
+impl<K> NodeGroupResource<K> {
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<K> Default for NodeGroupResource<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[async_trait]
+impl<K: GroupKind> Resource for NodeGroupResource<K> {
+    fn type_name(&self) -> &'static str {
+        K::TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        (K::SCHEMA)()
+    }
+
+    fn validate(&self, config: &Value) -> Diagnostics {
+        (K::VALIDATE)(config)
+    }
+
+    async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan {
+        if request.proposed.is_null() {
+            return Plan::default();
+        }
+        let mut plan = Plan {
+            planned: request.proposed.clone(),
+            ..Plan::default()
+        };
+        if !request.prior.is_null() {
+            (K::IMMUTABLE_CHANGES)(&request.prior, &request.proposed, &mut plan);
+        }
+        K::plan(ctx, &request.prior, &mut plan).await;
+        plan
+    }
+
+    async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied {
+        if request.planned.is_null() {
+            return K::destroy(ctx, request.prior).await;
+        }
+        let operation = if request.prior.is_null() {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        let timeout = match timeouts::limit(&request.config, operation) {
+            Ok(t) => t,
+            Err(d) => return failed(request.prior, d),
+        };
+        let mut state = request.planned.clone();
+        let prepared = match K::prepare(&mut state) {
+            Ok(p) => p,
+            Err(d) => return failed(request.prior, d),
+        };
+        let run = Run {
+            ctx,
+            settings: &prepared.settings,
+            spec: &prepared.spec,
+            slots: &prepared.slots,
+            prior_nodes: nodes_from(request.prior.get(K::NODES)),
+            timeout,
+            paths: &prepared.paths,
+            placement_group_ids: K::PLACEMENT_GROUP_IDS,
+        };
+        let mut outcome = match converge(run).await {
+            Ok(outcome) => outcome,
+            Err(found) => {
+                return Applied {
+                    new_state: request.prior,
+                    private: request.private,
+                    diagnostics: found,
+                };
+            }
+        };
+        // Whatever happened, state gets every server that exists.
+        set(&mut state, K::NODES, nodes_value(&outcome.nodes));
+        K::finish(&mut state, &prepared, &mut outcome).await;
+        if request.prior.is_null() && outcome.nodes.is_empty() && outcome.diagnostics.has_errors() {
+            // Nothing was created: no state at all.
+            state = Value::Null;
+        }
+        Applied {
+            new_state: state,
+            private: request.private,
+            diagnostics: outcome.diagnostics,
+        }
+    }
+
+    async fn read(
+        &self,
+        ctx: &Context,
+        state: Value,
+        _private: Vec<u8>,
+    ) -> (Option<Value>, Diagnostics) {
+        let Some(group) = K::state_group(&state) else {
+            return (Some(state), Diagnostics::new());
+        };
+        let recorded = Recorded {
+            cluster: &group.cluster,
+            group: &group.group,
+            network: group.network,
+            nodes: nodes_from(state.get(K::NODES)),
+            server_labels: &group.server_labels,
+            server_type: group.server_type.as_deref(),
+        };
+        let refreshed = match refresh(ctx, recorded, group.settings).await {
+            Ok(r) => r,
+            Err(d) => return (Some(state), d.into()),
+        };
+        let mut state = state;
+        set(&mut state, K::NODES, nodes_value(&refreshed.nodes));
+        let warning = refreshed.warning.clone();
+        (K::drifted(state, &refreshed), warning.into_iter().collect())
+    }
+
+    async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
+        K::import(ctx, id).await
+    }
+}
