@@ -120,7 +120,7 @@ fn secrets() -> &'static Secrets {
 fn input(talos_version: &str, role: Role, patch: Patch) -> NodeConfigInput {
     NodeConfigInput {
         cluster_name: "demo".into(),
-        talos_version: talos_version.into(),
+        talos_version: talos_version.parse().unwrap(),
         kubernetes_version: None,
         schematic_id: SCHEMATIC.into(),
         install_disk: None,

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use hct::hcloud::PrivateServer;
 use hct::network_plan::{self, NetworkPlan, NetworkPlanInput, NodeGroupInput};
+use hct::talos::api::{AdminCredentials, NodeAddress, TalosClient, TalosError, Trust};
 use hct::talos::{NodeConfigInput, Role, Secrets};
-use hct::talos_api::{AdminCredentials, NodeAddress, TalosClient, TalosError, Trust};
 use hct_sim::{SimHandle, SimOptions};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
@@ -49,7 +49,7 @@ fn plan() -> NetworkPlan {
 fn machine_config(plan: &NetworkPlan, secrets: &Secrets, hostname: &str, role: Role) -> String {
     let input = NodeConfigInput {
         cluster_name: "machinery".into(),
-        talos_version: TALOS.into(),
+        talos_version: TALOS.parse().unwrap(),
         kubernetes_version: None,
         schematic_id: hct_sim::seed::TALOS_SCHEMATIC.into(),
         install_disk: None,
@@ -99,7 +99,7 @@ async fn server(sim: &SimHandle, name: &str, ip: &str, config: &str) {
         location: "nbg1".into(),
         image: image.to_string(),
         network,
-        ip: ip.into(),
+        ip: ip.parse().unwrap(),
         placement_group: None,
         labels: [("cluster".to_owned(), "machinery".to_owned())].into(),
         user_data: Some(hct::talos::user_data(config).unwrap()),
