@@ -11,7 +11,8 @@
 //! - `resources`: the data sources and managed resources, one module each,
 //!   and the list hct serves (`resources::provider`); `resources::node_group`
 //!   is the lifecycle the cluster and pool resources share.
-//! - `cluster`: the cluster runbook, free of Terraform types: naming and
+//! - `cluster`: the cluster runbook on typed inputs (no Terraform values;
+//!   it reports through diagnostics): naming and
 //!   labels, preflight, one group of servers (`group`, `converge`,
 //!   `scale_down`, `resize`, `placement`), Talos bring-up, upgrades, waits.
 //! - `snapshot`: the Talos snapshot runbook (rescue system, write, snapshot).
@@ -23,10 +24,12 @@
 //!   the installer image (`talos::image`).
 //! - `network_plan`: the address plan and its plan-time checks; it owns the
 //!   group name, ports and Hetzner's limits.
-//! - leaves: `net` (SOCKS5 dialing), `secret` (values never printed), `tf`
+//! - leaves: `net` (SOCKS5 dialing), `secret` (values never printed),
+//!   `build_info` (version, source address), `tf`
 //!   (Terraform values, schemas, diagnostics), `duration`, `der`, `logging`.
 //! - `docs`: the registry docs, generated from the schemas.
 
+pub mod build_info;
 pub mod cluster;
 pub mod der;
 pub mod docs;

@@ -1,6 +1,6 @@
 //! Building and running the nodes of a private Talos cluster on Hetzner:
-//! the logic behind `hct_cluster` and `hct_worker_pool`, free of Terraform
-//! types so it reads as the runbook it automates.
+//! the logic behind `hct_cluster` and `hct_worker_pool`, on typed inputs
+//! rather than Terraform values, so it reads as the runbook it automates.
 //!
 //! Where things live:
 //! - `naming`: server and placement-group names, and the labels that mark

@@ -91,7 +91,7 @@ impl Client {
         let http = reqwest::Client::builder()
             .user_agent(format!(
                 "terraform-provider-hct/{}",
-                crate::provider::VERSION
+                crate::build_info::VERSION
             ))
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(Duration::from_secs(10))

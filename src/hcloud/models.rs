@@ -67,7 +67,6 @@ pub struct Server {
 }
 
 impl Server {
-    /// This server's IP in `network`, if attached.
     /// The server's IP in `network`, if it is attached there.
     pub fn private_ip(&self, network: i64) -> Option<Ipv4Addr> {
         self.private_net

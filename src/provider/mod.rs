@@ -16,9 +16,7 @@ use crate::hcloud::{Client, ClientConfig};
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
 pub use config::ProviderConfig;
 
-/// The source address users put in `required_providers`.
-pub const SOURCE_ADDRESS: &str = "registry.hct.internal/hct/hct";
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use crate::build_info::{SOURCE_ADDRESS, VERSION};
 
 /// What a resource or data source call gets besides its own values.
 #[derive(Clone)]

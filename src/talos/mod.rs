@@ -1,7 +1,11 @@
-//! Talos Linux configuration: the cluster's secrets, the client configs
-//! (talosconfig, admin kubeconfig) and each node's machine config.
+//! Talos Linux: what hct knows of it (releases, images, machine configs,
+//! secrets and client configs, without I/O) and its machine API client.
 //!
 //! Where things live:
+//! - `release`: the one Talos version type, and releases' known problems.
+//! - `image`: schematics, Image Factory addresses, the installer image,
+//!   and the labels of hct's snapshots.
+//! - `api`: the Talos machine API client (apid), the only I/O here.
 //! - `secrets`: the secrets bundle and talosctl's `secrets.yaml`.
 //! - `pki`: the CAs, client certificates and private key formats.
 //! - `client_config`: talosconfig and the offline admin kubeconfig.

@@ -239,6 +239,11 @@ mod tests {
             assert!(TalosVersion::parse(bad).is_err(), "{bad}");
         }
         assert!("v1.35.0:evil".parse::<KubernetesVersion>().is_err());
+        assert!("1.35".parse::<KubernetesVersion>().is_err());
+        assert_eq!(
+            KubernetesVersion::parse("latest").unwrap_err().to_string(),
+            "\"latest\" is not a version like v1.35.2"
+        );
         assert_eq!(
             "1.35.2".parse::<KubernetesVersion>().unwrap().to_string(),
             "v1.35.2"

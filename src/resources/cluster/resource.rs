@@ -41,6 +41,7 @@ pub type ClusterResource = NodeGroupResource<Cluster>;
 impl GroupKind for Cluster {
     const TYPE_NAME: &'static str = TYPE_NAME;
     const NODES: &'static str = NODES;
+    const SERVERS: &'static str = "the control-plane servers";
     const PLACEMENT_GROUP_IDS: bool = false;
 
     const SCHEMA: fn() -> Schema = schema::schema;
@@ -209,7 +210,7 @@ impl GroupKind for Cluster {
     }
 
     async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
-        let imported = node_group::import(ctx, id, CONTROL_PLANE_GROUP, || {
+        let imported = node_group::import(ctx, id, CONTROL_PLANE_GROUP, Self::SERVERS, || {
             Diagnostic::error(
                 "Cluster not found",
                 format!(
@@ -333,7 +334,7 @@ fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
             .at(attr("talos_version")),
         );
     }
-    // A new server type is a resize of each server (see `provision`); a new
+    // A new server type is a resize of each server (`cluster::resize`); a new
     // location would be new servers.
     let before = prior.get("control_plane").get("location");
     let after = proposed.get("control_plane").get("location");

@@ -43,6 +43,8 @@ pub trait GroupKind: Send + Sync + 'static {
     const TYPE_NAME: &'static str;
     /// The state attribute with the node list.
     const NODES: &'static str;
+    /// The group's servers in messages ("the pool's servers").
+    const SERVERS: &'static str;
     /// Whether the resource records its placement groups' ids.
     const PLACEMENT_GROUP_IDS: bool;
 
@@ -176,6 +178,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         let recorded = Recorded {
             cluster: &group.cluster,
             group: &group.group,
+            servers: K::SERVERS,
             network: group.network,
             nodes: nodes_from(state.get(K::NODES)),
             server_labels: &group.server_labels,

@@ -285,6 +285,8 @@ pub struct Refreshed {
 pub struct Recorded<'a> {
     pub cluster: &'a str,
     pub group: &'a str,
+    /// The group's servers in messages, e.g. "the pool's servers".
+    pub servers: &'a str,
     pub network: Option<i64>,
     pub nodes: Vec<NodeRecord>,
     pub server_labels: &'a Labels,
@@ -303,7 +305,7 @@ pub async fn refresh(
     let servers = client
         .servers(&naming::group_selector(recorded.cluster, recorded.group))
         .await
-        .map_err(|e| e.to_diagnostic(&format!("reading the servers of {}", recorded.group)))?;
+        .map_err(|e| e.to_diagnostic(&format!("reading {}", recorded.servers)))?;
     let mut nodes: Vec<NodeRecord> = recorded
         .nodes
         .into_iter()
@@ -394,13 +396,14 @@ pub async fn import(
     ctx: &Context,
     cluster: &str,
     group: &str,
+    servers_named: &str,
     not_found: impl FnOnce() -> Diagnostic,
 ) -> Result<Imported, Diagnostics> {
     let client = ctx.hcloud()?;
     let servers = client
         .servers(&naming::group_selector(cluster, group))
         .await
-        .map_err(|e| e.to_diagnostic(&format!("finding the servers of {group}")))?;
+        .map_err(|e| e.to_diagnostic(&format!("finding {servers_named}")))?;
     if servers.is_empty() {
         return Err(not_found().into());
     }

@@ -356,7 +356,17 @@ pub fn replacements(prior: &Attributes, planned: &Attributes) -> Vec<AttrPath> {
         new.is_unknown() || new != old
     }
     let mut replace = Vec::new();
-    if differs(&planned.talos_version, &prior.talos_version) {
+    // The release, not its spelling (`v1.12.6` and `1.12.6` are one).
+    let release = |f: &Field<String>| match f {
+        Field::Known(text) => {
+            TalosVersion::parse(text).map_or_else(|_| text.clone(), |v| v.to_string())
+        }
+        _ => String::new(),
+    };
+    if planned.talos_version.is_unknown()
+        || release(&planned.talos_version) != release(&prior.talos_version)
+        || planned.talos_version.is_null() != prior.talos_version.is_null()
+    {
         replace.push(AttrPath::attr("talos_version"));
     }
     if differs(&planned.architecture, &prior.architecture) {

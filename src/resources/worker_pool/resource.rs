@@ -31,6 +31,7 @@ pub type WorkerPoolResource = NodeGroupResource<WorkerPool>;
 impl GroupKind for WorkerPool {
     const TYPE_NAME: &'static str = TYPE_NAME;
     const NODES: &'static str = "nodes";
+    const SERVERS: &'static str = "the pool's servers";
     const PLACEMENT_GROUP_IDS: bool = true;
 
     const SCHEMA: fn() -> Schema = schema::schema;
@@ -149,7 +150,7 @@ impl GroupKind for WorkerPool {
             )
             .into());
         };
-        let imported = node_group::import(ctx, cluster, pool, || {
+        let imported = node_group::import(ctx, cluster, pool, Self::SERVERS, || {
             Diagnostic::error(
                 "Worker pool not found",
                 format!("No server labelled managed-by=hct,cluster={cluster},pool={pool} exists."),
