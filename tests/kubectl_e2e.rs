@@ -41,8 +41,8 @@ fn kubectl() -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "kubectl is missing: this test needs the real kubectl on PATH or in \
-                 $HCT_KUBECTL (on Debian: apt-get install -y kubectl, or \
-                 kubernetes-client; CI installs it with scripts/ensure-peers)"
+                 $HCT_KUBECTL (Debian bookworm packages it as kubernetes-client: \
+                 apt-get install -y kubernetes-client; CI installs it with scripts/ensure-peers)"
             )
         })
 }
@@ -190,6 +190,7 @@ async fn kubectl_reaches_every_control_plane_through_the_proxy() {
             );
             assert!(!missing.status.success(), "{server}");
             let stderr = String::from_utf8_lossy(&missing.stderr);
+            eprintln!("kubectl get --raw /nonexistent at {server}: {stderr}");
             assert!(
                 stderr.contains("the server could not find the requested resource"),
                 "{server}: {stderr}"
