@@ -162,7 +162,9 @@ fn bootstrap(sim: &SimHandle, id: Id) {
 async fn a_bootstrapped_control_plane_answers_readyz_to_its_admins() {
     let sim = sim().await;
     let cluster = SampleCluster::generate("sim", "https://api.sim.internal:6443").unwrap();
-    let config = cluster.machine_config(&SampleNode::new(true, "v1.12.6", GATEWAY));
+    let mut node = SampleNode::new(true, "v1.12.6", GATEWAY);
+    node.kubernetes = Some("v1.34.1".into());
+    let config = cluster.machine_config(&node);
     let cp = configured_server(&sim, "cp-1", &config).await;
     until("apid serves the configured node", || {
         endpoint(&sim, cp, APID).is_some()
@@ -191,7 +193,20 @@ async fn a_bootstrapped_control_plane_answers_readyz_to_its_admins() {
         (200, "ok".into())
     );
     assert_eq!(get(&sim, ip, trusted(), "/livez").await, (200, "ok".into()));
-    assert_eq!(get(&sim, ip, trusted(), "/api/v1/nodes").await.0, 404);
+    let (status, missing) = get(&sim, ip, trusted(), "/api/v1/nodes").await;
+    assert_eq!(status, 404);
+    let missing: serde_json::Value = serde_json::from_str(&missing).unwrap();
+    assert_eq!(missing["kind"], "Status");
+    assert_eq!(missing["reason"], "NotFound");
+    let (status, version) = get(&sim, ip, trusted(), "/version").await;
+    assert_eq!(status, 200, "{version}");
+    let version: serde_json::Value = serde_json::from_str(&version).unwrap();
+    assert_eq!(
+        version["gitVersion"], "v1.34.1",
+        "the config's apiServer image"
+    );
+    assert_eq!(version["minor"], "34");
+    assert_eq!(version["platform"], "linux/amd64", "cx23 is x86");
     let (status, verbose) = get(&sim, ip, trusted(), "/readyz?verbose").await;
     assert_eq!(status, 200);
     assert!(verbose.contains("[+]etcd ok"), "{verbose}");
@@ -250,6 +265,11 @@ async fn apiserver_down_faults_and_power_offs() {
     let admin = cluster.kubernetes_admin().unwrap();
     let trusted = || client_config(&cluster.kubernetes_ca.certificate, Some(&admin));
     assert_eq!(get(&sim, ip, trusted(), "/readyz").await.0, 200);
+    let (_, version) = get(&sim, ip, trusted(), "/version").await;
+    assert!(
+        version.contains("\"gitVersion\": \"v1.35.2\""),
+        "Talos v1.12's default without an apiServer image: {version}"
+    );
 
     let fault = json!({"talos": "apiserver_down", "server": "cp-1"});
     let (status, listed) = call(&sim, Method::POST, "/_sim/faults", Some(fault.clone())).await;

@@ -33,6 +33,9 @@ pub struct SampleNode {
     pub talos: String,
     pub network: SampleNetwork,
     pub hostname: Option<String>,
+    /// The Kubernetes version, as the tag of `cluster.apiServer.image`;
+    /// None leaves it to Talos' default.
+    pub kubernetes: Option<String>,
 }
 
 impl SampleNode {
@@ -49,6 +52,7 @@ impl SampleNode {
             talos: talos.to_string(),
             network,
             hostname: None,
+            kubernetes: None,
         }
     }
 }
@@ -223,7 +227,7 @@ impl SampleCluster {
                 }));
             }
         }
-        let v1alpha1 = json!({
+        let mut v1alpha1 = json!({
             "version": "v1alpha1",
             "machine": machine,
             "cluster": {
@@ -238,6 +242,10 @@ impl SampleCluster {
                 },
             },
         });
+        if let Some(kubernetes) = &node.kubernetes {
+            v1alpha1["cluster"]["apiServer"] =
+                json!({"image": format!("registry.k8s.io/kube-apiserver:{kubernetes}")});
+        }
         std::iter::once(v1alpha1)
             .chain(documents)
             .map(|d: Value| serde_yaml_ng::to_string(&d).unwrap_or_default())

@@ -149,6 +149,14 @@ pub struct Cluster {
     pub control_plane: Option<ControlPlane>,
     pub ca: Option<Ca>,
     pub etcd: Option<serde_yaml_ng::Value>,
+    pub api_server: Option<ApiServer>,
+}
+
+/// `cluster.apiServer`: its image's tag is the Kubernetes version.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ApiServer {
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

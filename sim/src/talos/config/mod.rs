@@ -32,7 +32,7 @@ use self::sorting::{sort_documents, yaml_documents};
 use super::network::Route;
 use super::pki::{CertificateAuthority, PkiError};
 use super::secret::Secret;
-use super::version::{TalosVersion, installer_version};
+use super::version::{TalosVersion, image_tag, installer_version};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MachineType {
@@ -64,6 +64,10 @@ pub struct MachineConfig {
     pub trustd_token: Secret,
     pub os_ca: CertificateAuthority,
     pub kubernetes_ca: CertificateAuthority,
+    /// The tag of `cluster.apiServer.image` (`registry.k8s.io/kube-apiserver:v1.35.2`
+    /// → `v1.35.2`): the Kubernetes version the API server runs. None when
+    /// the config names no image (Talos then runs its default).
+    pub kubernetes_version: Option<String>,
     pub routes: Vec<Route>,
     pub warnings: Vec<String>,
     /// The documents as applied: what Talos keeps at [`CONFIG_PATH`].
@@ -212,6 +216,12 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
     if !control_plane && cluster.etcd.as_ref().is_some_and(|e| !e.is_null()) {
         return Err(ConfigError::EtcdOnWorker);
     }
+    let kubernetes_version = cluster
+        .api_server
+        .as_ref()
+        .and_then(|a| a.image.as_deref())
+        .and_then(image_tag)
+        .map(str::to_string);
     let cluster_name = non_empty(cluster.cluster_name.as_ref())
         .unwrap_or("talos-default")
         .to_string();
@@ -226,6 +236,7 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         trustd_token,
         os_ca,
         kubernetes_ca,
+        kubernetes_version,
         routes,
         warnings,
         text: Secret::new(text),

@@ -1,0 +1,323 @@
+//! The Kubernetes API server of a control plane, as far as `kubectl
+//! version` and health checks go: HTTPS on port 6443 of the node's private
+//! IPs (through the proxy, like apid), with a serving certificate from the
+//! cluster's Kubernetes CA, answering `/livez`, `/readyz`, `/healthz` and
+//! `/version` to clients whose certificate chains to that CA (401
+//! otherwise, as kube-apiserver with anonymous auth off), over HTTP/1.1,
+//! one request per connection.
+//!
+//! On Talos kube-apiserver is a static pod that comes up once etcd runs on
+//! the node; here it serves while the node's etcd member runs (the etcd
+//! service ServiceList shows is Running and healthy) and goes away when
+//! the node stops, reboots, resets or leaves etcd. `/readyz` is ok while
+//! that holds, a quorum of the cluster's etcd members runs, and no
+//! `apiserver_down` fault hits the node.
+//!
+//! This file holds when a server runs and what it checks for readiness,
+//! and the listener; the rest is in the file named after it:
+//!
+//! - `http`: reading a request head, parsing it, writing a reply;
+//! - `routes`: what each path answers;
+//! - `version`: the Kubernetes release and its `/version` document.
+
+pub mod http;
+pub mod routes;
+pub mod version;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
+use tracing::debug;
+
+use self::http::{read_head, write_reply};
+use self::routes::{Served, answer};
+use self::version::KubernetesVersion;
+use super::calls::NodeRef;
+use super::cluster::{self, Clusters};
+use super::config::MachineConfig;
+use super::faults;
+use super::lifecycle;
+use super::node::NodeState;
+use super::pki::{self, CertificateAuthority, PkiError};
+use super::services;
+use super::tls::{self, ClientCheck, TlsError};
+use crate::app::AppState;
+use crate::catalog::Architecture;
+use crate::resources::servers::Server;
+use crate::state::World;
+
+/// The port kube-apiserver listens on.
+pub const KUBE_API_PORT: u16 = 6443;
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The names kube-apiserver's certificate carries besides the node's:
+/// the `kubernetes` service's in-cluster names.
+const SERVICE_NAMES: [&str; 5] = [
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+    "localhost",
+];
+
+/// What a Kubernetes API server serves with; a change means a new one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeApiSpec {
+    pub node: NodeRef,
+    /// The IPs its certificate names: the node's private addresses and the
+    /// control plane endpoint's, when that is an IP.
+    pub ips: Vec<Ipv4Addr>,
+    /// The DNS names its certificate names.
+    pub dns_names: Vec<String>,
+    /// The Kubernetes CA: signs the serving certificate, and clients'
+    /// certificates must chain to it.
+    pub ca: CertificateAuthority,
+    /// The Kubernetes release it runs.
+    pub kubernetes: KubernetesVersion,
+    /// The node's architecture, which `/version` reports as its platform.
+    pub arch: Architecture,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KubeApiError {
+    #[error("cannot issue kube-apiserver's certificate: {0}")]
+    Certificate(#[from] PkiError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("cannot listen on loopback: {0}")]
+    Listen(#[from] std::io::Error),
+}
+
+/// The Kubernetes API server the node should run now, if any: a running
+/// control plane (reachable: the `unreachable` fault hides it too) whose
+/// etcd member runs, and which holds the Kubernetes CA's key to sign with.
+/// A member implies that the cluster was bootstrapped.
+pub fn spec(world: &World, server: &Server) -> Option<KubeApiSpec> {
+    let talos = server.talos.as_ref()?;
+    if !talos.node.is_running() || faults::is_unreachable(&world.config.talos_faults, server) {
+        return None;
+    }
+    let config = talos.node.config().filter(|c| c.is_control_plane())?;
+    config.kubernetes_ca.key.as_ref()?;
+    etcd_ready(world, server, &talos.node, config).ok()?;
+    let mut ips = server.private_ips();
+    if ips.is_empty() {
+        return None;
+    }
+    let mut dns_names: Vec<String> = SERVICE_NAMES.iter().map(|n| n.to_string()).collect();
+    let mut name = |name: String| {
+        if !dns_names.contains(&name) {
+            dns_names.push(name);
+        }
+    };
+    name(cluster::hostname(server, Some(config)));
+    if let Some(host) = endpoint_host(&config.endpoint) {
+        match host.parse::<IpAddr>() {
+            Ok(IpAddr::V4(ip)) if !ips.contains(&ip) => ips.push(ip),
+            Ok(_) => {}
+            Err(_) => name(host.to_string()),
+        }
+    }
+    Some(KubeApiSpec {
+        node: NodeRef {
+            server: server.id,
+            incarnation: talos.node.run.incarnation,
+        },
+        ips,
+        dns_names,
+        ca: config.kubernetes_ca.clone(),
+        kubernetes: KubernetesVersion::of(config.kubernetes_version.as_deref(), &config.installs),
+        arch: server
+            .server_type()
+            .map_or(Architecture::X86, |t| t.architecture),
+    })
+}
+
+/// The host of `https://host[:port][/…]`.
+fn endpoint_host(endpoint: &str) -> Option<&str> {
+    let authority = endpoint.strip_prefix("https://")?.split('/').next()?;
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next();
+    }
+    Some(
+        authority
+            .rsplit_once(':')
+            .filter(|(_, port)| port.parse::<u16>().is_ok())
+            .map_or(authority, |(host, _)| host),
+    )
+    .filter(|host| !host.is_empty())
+}
+
+/// Whether the node's etcd runs, as ServiceList reports it: Running and
+/// healthy, which takes membership and egress. Otherwise why not.
+fn etcd_ready(
+    world: &World,
+    server: &Server,
+    node: &NodeState,
+    config: &MachineConfig,
+) -> Result<(), String> {
+    let etcd = services::of(world, server, node, config)
+        .into_iter()
+        .find(|s| s.id == "etcd")
+        .ok_or_else(|| "etcd does not run on this node".to_string())?;
+    if etcd.state == "Running" && etcd.healthy {
+        Ok(())
+    } else {
+        Err(format!("etcd is {}: {}", etcd.state, etcd.message))
+    }
+}
+
+/// What `/readyz` checks, as of the world given: the node still runs the
+/// start the server was made for, no fault takes the API server down, the
+/// node's etcd runs, and more than half the cluster's etcd members (those
+/// etcd lists, departed ones included) run. Err holds the reason.
+pub fn readiness(world: &World, at: NodeRef) -> Result<(), String> {
+    let server = world
+        .servers
+        .get(&at.server)
+        .ok_or_else(|| "the node is gone".to_string())?;
+    let talos = server
+        .talos
+        .as_ref()
+        .filter(|t| t.node.is_running() && t.node.run.incarnation == at.incarnation)
+        .ok_or_else(|| "the node is restarting".to_string())?;
+    let config = talos
+        .node
+        .config()
+        .filter(|c| c.is_control_plane())
+        .ok_or_else(|| "the node is no control plane".to_string())?;
+    if faults::is_apiserver_down(&world.config.talos_faults, server) {
+        return Err("injected".into());
+    }
+    etcd_ready(world, server, &talos.node, config)?;
+    let members = Clusters::of(world).members(&config.cluster);
+    let up = members
+        .iter()
+        .filter(|member| {
+            world.servers.values().any(|peer| {
+                let Some(talos) = peer.talos.as_ref() else {
+                    return false;
+                };
+                let Some(peer_config) = talos.node.config() else {
+                    return false;
+                };
+                peer_config.cluster == config.cluster
+                    && talos.node.is_running()
+                    && talos.node.disk.etcd.member.as_ref().map(|m| m.id) == Some(member.id)
+                    && etcd_ready(world, peer, &talos.node, peer_config).is_ok()
+            })
+        })
+        .count();
+    if up * 2 > members.len() {
+        Ok(())
+    } else {
+        Err(format!(
+            "etcd has no quorum: {up} of {} members are up",
+            members.len()
+        ))
+    }
+}
+
+/// One running Kubernetes API server.
+pub struct KubeApi {
+    pub spec: KubeApiSpec,
+    pub addr: SocketAddr,
+    accept: JoinHandle<()>,
+}
+
+impl KubeApi {
+    pub async fn start(sim: AppState, spec: KubeApiSpec) -> Result<Self, KubeApiError> {
+        let identity = pki::kube_apiserver_identity(&spec.ca, &spec.ips, &spec.dns_names)?;
+        let config = tls::kube_api_config(identity, &spec.ca.certificate)?;
+        let clients = Arc::new(ClientCheck::trusting(&spec.ca.certificate)?);
+        let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+        let addr = listener.local_addr()?;
+        let served = Arc::new(Served {
+            version: spec.kubernetes.info(spec.arch),
+        });
+        let accept = tokio::spawn(accept(
+            listener,
+            TlsAcceptor::from(Arc::new(config)),
+            clients,
+            served,
+            sim,
+            spec.node,
+        ));
+        Ok(Self { spec, addr, accept })
+    }
+
+    /// Stops listening and drops the open connections.
+    pub fn stop(self) {
+        self.accept.abort();
+    }
+}
+
+/// Accepts connections and serves each on its own task; the tasks end
+/// with this one.
+async fn accept(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    clients: Arc<ClientCheck>,
+    served: Arc<Served>,
+    sim: AppState,
+    node: NodeRef,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => {
+                    connections.spawn(connection(
+                        tcp,
+                        acceptor.clone(),
+                        clients.clone(),
+                        served.clone(),
+                        sim.clone(),
+                        node,
+                    ));
+                }
+                Err(e) => debug!("emulated kube-apiserver accept: {e}"),
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn connection(
+    tcp: TcpStream,
+    acceptor: TlsAcceptor,
+    clients: Arc<ClientCheck>,
+    served: Arc<Served>,
+    sim: AppState,
+    node: NodeRef,
+) {
+    let mut stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return debug!("emulated kube-apiserver TLS handshake: {e}"),
+        Err(_) => return debug!("emulated kube-apiserver TLS handshake timed out"),
+    };
+    let caller = clients.caller(stream.get_ref().1);
+    let head = match tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)).await {
+        Ok(Ok(Some(head))) => head,
+        Ok(Ok(None)) => return,
+        Ok(Err(e)) => return debug!("emulated kube-apiserver read: {e}"),
+        Err(_) => return debug!("emulated kube-apiserver: no request in time"),
+    };
+    let reply = answer(&head, &caller, &served, || {
+        let mut world = sim.world();
+        let now = world.now;
+        lifecycle::settle(&mut world, now);
+        readiness(&world, node)
+    });
+    if let Err(e) = write_reply(&mut stream, &reply).await {
+        debug!("emulated kube-apiserver write: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests;

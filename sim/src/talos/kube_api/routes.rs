@@ -1,0 +1,80 @@
+//! What the emulated API server answers, path by path, as kube-apiserver
+//! does for an authenticated admin: the health checks (`/livez`, `/readyz`,
+//! `/healthz`, `?verbose`), `/version`, and `metav1.Status` errors for the
+//! rest (401 for strangers, 404 for paths it does not serve).
+
+use serde_json::Value;
+
+use super::http::{self, Head, Reply};
+use crate::talos::auth::Caller;
+
+/// What a server answers with that does not change while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    /// The `/version` document.
+    pub version: Value,
+}
+
+/// The answer to one request, asking `health` only for the checks that
+/// need the world.
+pub fn answer(
+    head: &Head,
+    caller: &Caller,
+    served: &Served,
+    health: impl FnOnce() -> Result<(), String>,
+) -> Reply {
+    let request = match http::parse(head) {
+        Ok(request) => request,
+        Err(reply) => return reply,
+    };
+    if !matches!(caller, Caller::Verified { .. }) {
+        return Reply::status(401, "Unauthorized", "Unauthorized");
+    }
+    let check = match request.path {
+        "/livez" => "livez",
+        "/readyz" => "readyz",
+        "/healthz" => "healthz",
+        "/version" => {
+            return match request.method {
+                "GET" => Reply::json_indented(200, &served.version),
+                _ => method_not_allowed(),
+            };
+        }
+        _ => return not_found(),
+    };
+    if request.method != "GET" {
+        return Reply::text(405, "405 method not allowed\n");
+    }
+    let etcd = if check == "livez" { Ok(()) } else { health() };
+    match (etcd, request.has_parameter("verbose")) {
+        (Ok(()), false) => Reply::text(200, "ok"),
+        (Ok(()), true) => {
+            let etcd_line = if check == "livez" { "" } else { "[+]etcd ok\n" };
+            Reply::text(
+                200,
+                format!("[+]ping ok\n{etcd_line}{check} check passed\n"),
+            )
+        }
+        (Err(reason), _) => Reply::text(
+            500,
+            format!("[+]ping ok\n[-]etcd failed: {reason}\n{check} check failed\n"),
+        ),
+    }
+}
+
+/// kube-apiserver's answer for a path nothing serves.
+fn not_found() -> Reply {
+    Reply::status(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+fn method_not_allowed() -> Reply {
+    Reply::status(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+    )
+}

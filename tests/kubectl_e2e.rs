@@ -1,0 +1,201 @@
+//! The real `kubectl` against the cluster hct builds on hct-sim: the
+//! example cluster applied with a real Terraform, hct's kubeconfig taken
+//! from state and pointed through the sim's SOCKS5 proxy (`proxy-url`),
+//! then `kubectl get --raw /readyz` and `kubectl version -o json` against
+//! the cluster endpoint and each control plane's IP.
+//!
+//! kubectl is `$HCT_KUBECTL` or `kubectl` on PATH (CI installs it); the
+//! test fails when there is none.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use hct_sim::SimHandle;
+use serde_json::Value;
+use support::Workspace;
+
+const EXAMPLE: &str = include_str!("../examples/private-cluster/main.tf");
+
+/// A proxy nothing listens on, for `HTTPS_PROXY`: a kubectl that ignored
+/// `proxy-url` fails there instead of reaching for the private network.
+const DEAD_PROXY: &str = "socks5://127.0.0.1:9";
+
+/// `$HCT_KUBECTL`, or `kubectl` on PATH.
+fn kubectl() -> PathBuf {
+    if let Some(path) = std::env::var_os("HCT_KUBECTL").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "HCT_KUBECTL={} is not a file; point it at a kubectl binary",
+            path.display()
+        );
+        return path;
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "kubectl is missing: this test needs the real kubectl on PATH or in \
+                 $HCT_KUBECTL (Debian bookworm packages it as kubernetes-client: \
+                 apt-get install -y kubernetes-client; CI installs it with scripts/ensure-peers)"
+            )
+        })
+}
+
+/// The example cluster's workspace on `sim`, as tests/cluster_e2e.rs has it.
+fn workspace(sim: &SimHandle) -> Workspace {
+    let mut ws = Workspace::dev_override(&[("main.tf", EXAMPLE)]);
+    ws.write(
+        "network.auto.tfvars",
+        &format!("network_id = {}\n", support::sim::seeded_network(sim)),
+    );
+    ws.env("HCLOUD_ENDPOINT", sim.endpoint())
+        .env("HCLOUD_TOKEN", sim.token())
+        .env("HCT_TALOS_PROXY", sim.proxy_url())
+        .env("HCT_POLL_INTERVAL", "50ms");
+    ws
+}
+
+/// An attribute of `hct_cluster.this` in state.
+fn cluster_attribute(ws: &Workspace, name: &str) -> String {
+    let out = ws
+        .terraform(&["show", "-json"])
+        .expect_success("show -json");
+    let state: Value = serde_json::from_str(&out.stdout).unwrap();
+    state["values"]["root_module"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["address"] == "hct_cluster.this")
+        .and_then(|r| r["values"][name].as_str())
+        .unwrap_or_else(|| panic!("hct_cluster.this.{name} not in state"))
+        .to_string()
+}
+
+/// `kubeconfig` with its cluster's `server` set to `server` and a
+/// `proxy-url` beside it. hct writes one cluster entry, `server:` on a line
+/// of its own.
+fn through_proxy(kubeconfig: &str, server: &str, proxy: &str) -> String {
+    let servers = kubeconfig
+        .lines()
+        .filter(|l| l.trim_start().starts_with("server: "))
+        .count();
+    assert_eq!(
+        servers, 1,
+        "one cluster entry in hct's kubeconfig:\n{kubeconfig}"
+    );
+    let mut out = String::new();
+    for line in kubeconfig.lines() {
+        match line.trim_start().strip_prefix("server: ") {
+            Some(_) => {
+                let indent = &line[..line.len() - line.trim_start().len()];
+                out.push_str(&format!("{indent}server: {server}\n"));
+                out.push_str(&format!("{indent}proxy-url: {proxy}\n"));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// Runs kubectl with only this kubeconfig and a dead `HTTPS_PROXY`.
+fn run(kubectl: &Path, dir: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(kubectl);
+    command
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .arg("--request-timeout=30s")
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .env("HTTPS_PROXY", DEAD_PROXY)
+        .env("https_proxy", DEAD_PROXY)
+        .env("HOME", dir)
+        .stdin(Stdio::null());
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", kubectl.display()))
+}
+
+fn succeeded(what: &str, out: Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reaches_every_control_plane_through_the_proxy() {
+    let kubectl = kubectl();
+    let sim = support::sim::start().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let outputs = ws.outputs();
+        let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap().to_string();
+        let endpoint = outputs["endpoint"]["value"].as_str().unwrap().to_string();
+        let kubernetes = cluster_attribute(&ws, "kubernetes_version");
+        let mut servers = vec![endpoint];
+        for node in outputs["control_plane_nodes"]["value"].as_array().unwrap() {
+            servers.push(format!("https://{}:6443", node["ip"].as_str().unwrap()));
+        }
+        assert_eq!(servers.len(), 4, "the endpoint and 3 control planes");
+
+        let dir = tempfile::tempdir().unwrap();
+        for (n, server) in servers.iter().enumerate() {
+            let path = dir.path().join(format!("kubeconfig-{n}"));
+            std::fs::write(&path, through_proxy(&kubeconfig, server, &sim.proxy_url())).unwrap();
+
+            let readyz = succeeded(
+                &format!("kubectl get --raw /readyz at {server}"),
+                run(&kubectl, dir.path(), &path, &["get", "--raw", "/readyz"]),
+            );
+            assert_eq!(readyz.trim(), "ok", "{server}");
+
+            let version = succeeded(
+                &format!("kubectl version -o json at {server}"),
+                run(&kubectl, dir.path(), &path, &["version", "-o", "json"]),
+            );
+            let version: Value = serde_json::from_str(&version)
+                .unwrap_or_else(|e| panic!("kubectl version -o json: {e}\n{version}"));
+            assert_eq!(
+                version["serverVersion"]["gitVersion"],
+                Value::from(format!("v{}", kubernetes.trim_start_matches('v'))),
+                "{server}: {version:#}"
+            );
+            assert_eq!(version["serverVersion"]["platform"], "linux/amd64");
+
+            // A path the server does not serve: kubectl shows the Status.
+            let missing = run(
+                &kubectl,
+                dir.path(),
+                &path,
+                &["get", "--raw", "/nonexistent"],
+            );
+            assert!(!missing.status.success(), "{server}");
+            let stderr = String::from_utf8_lossy(&missing.stderr);
+            eprintln!("kubectl get --raw /nonexistent at {server}: {stderr}");
+            assert!(
+                stderr.contains("the server could not find the requested resource"),
+                "{server}: {stderr}"
+            );
+        }
+    });
+    sim.shutdown().await.unwrap();
+}
