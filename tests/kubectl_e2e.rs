@@ -4,9 +4,10 @@
 //! then `kubectl get --raw /readyz` and `kubectl version -o json` against
 //! the cluster endpoint and each control plane's IP.
 //!
-//! kubectl is `$HCT_KUBECTL` or `kubectl` on PATH (CI installs it); the
-//! test fails when there is none.
+//! kubectl is `$HCT_KUBECTL`, else the one `scripts/ensure-peers` builds;
+//! the test fails when there is none.
 
+mod peers;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +23,8 @@ const EXAMPLE: &str = include_str!("../examples/private-cluster/main.tf");
 /// `proxy-url` fails there instead of reaching for the private network.
 const DEAD_PROXY: &str = "socks5://127.0.0.1:9";
 
-/// `$HCT_KUBECTL`, or `kubectl` on PATH.
+/// `$HCT_KUBECTL`, or the kubectl `scripts/ensure-peers` builds (pinned,
+/// from the published Kubernetes Go modules).
 fn kubectl() -> PathBuf {
     if let Some(path) = std::env::var_os("HCT_KUBECTL").filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
@@ -33,18 +35,7 @@ fn kubectl() -> PathBuf {
         );
         return path;
     }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join("kubectl"))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "kubectl is missing: this test needs the real kubectl on PATH or in \
-                 $HCT_KUBECTL (Debian bookworm packages it as kubernetes-client: \
-                 apt-get install -y kubernetes-client; CI installs it with scripts/ensure-peers)"
-            )
-        })
+    peers::peers().path("KUBECTL")
 }
 
 /// The example cluster's workspace on `sim`, as tests/cluster_e2e.rs has it.
