@@ -2,7 +2,7 @@
 //! hct-sim, on the shipped example `examples/private-cluster` (the reference
 //! layout): apply, no-change plan, scale a pool 3 → 5 → 2, drift (servers,
 //! labels, configs changed with talosctl), import,
-//! destroy; and the ways it goes wrong: API faults, a failing action, a node
+//! destroy; Talos upgrades (v1.11 → v1.12 → v1.13) and a cluster on v1.13; and the ways it goes wrong: API faults, a failing action, a node
 //! that never comes up, a network without the default route, and the
 //! provider killed mid-apply.
 
@@ -742,6 +742,100 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
             "{out}"
         );
         assert_eq!(releases(&sim)["noreturn-general-1"], "v1.12.7");
+    });
+}
+
+/// The machine config noreturn-general-1 runs, as talosctl would read it.
+fn general_1_config(sim: &SimHandle, ws: &Workspace) -> String {
+    let admin = talos_admin(ws);
+    let general_1 = NodeAddress::new("10.0.128.65".parse().unwrap(), Some(sim.proxy_addr()));
+    tokio::runtime::Handle::current().block_on(async {
+        let mut node = TalosClient::connect(&general_1, &admin).await.unwrap();
+        node.machine_config().await.unwrap()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_on_talos_v1_13_comes_up_with_its_configs() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        let v1_13 = ["-var", "talos_version=v1.13.9"];
+        ws.terraform(&[&["apply", "-auto-approve"], &v1_13[..]].concat())
+            .expect_success("apply v1.13.9");
+        assert_eq!(server_names(&sim), expected_names(3));
+        assert!(
+            releases(&sim).values().all(|r| r == "v1.13.9"),
+            "{:?}",
+            releases(&sim)
+        );
+        // Talos v1.13's default Kubernetes.
+        assert_eq!(
+            state_attribute(&ws, "hct_cluster.this", "kubernetes_version"),
+            "v1.36.3"
+        );
+        let config = general_1_config(&sim, &ws);
+        assert!(config.contains("kind: HostnameConfig"), "{config}");
+        assert!(config.contains("hostname: noreturn-general-1"), "{config}");
+        assert!(config.contains("kind: LinkConfig"), "{config}");
+        assert!(
+            !config.contains("network: {}"),
+            "v1.13 has no machine.network"
+        );
+        let (code, out) = plan_exit_code(&ws, &v1_13);
+        assert_eq!(code, 0, "plan after the apply\n{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn talos_v1_12_upgrades_to_v1_13_in_place() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve", "-var", "talos_version=v1.12.6"])
+            .expect_success("apply v1.12.6");
+        assert!(
+            releases(&sim).values().all(|r| r == "v1.12.6"),
+            "{:?}",
+            releases(&sim)
+        );
+        assert!(general_1_config(&sim, &ws).contains("network: {}"));
+        let kubernetes = state_attribute(&ws, "hct_cluster.this", "kubernetes_version");
+        assert_eq!(kubernetes, "v1.35.2");
+        let ids = server_ids(&sim);
+
+        let upgrade = ["-var", "talos_version=v1.13.9"];
+        let (code, out) = plan_exit_code(&ws, &upgrade);
+        assert_eq!(code, 2, "{out}");
+        assert!(
+            out.stdout
+                .contains("hct_cluster.this will be updated in-place"),
+            "{out}"
+        );
+        let log = apply_with_provider_log(&ws, &upgrade, "upgrade");
+        assert!(
+            releases(&sim).values().all(|r| r == "v1.13.9"),
+            "{:?}",
+            releases(&sim)
+        );
+        assert_eq!(server_ids(&sim), ids, "upgraded in place, same servers");
+        // Kubernetes v1.35 is within Talos v1.13's range and stays.
+        assert_eq!(
+            state_attribute(&ws, "hct_cluster.this", "kubernetes_version"),
+            kubernetes
+        );
+        let steps = node_steps(&log, "upgrading Talos", ": upgraded");
+        assert_eq!(steps.len(), 18, "{steps:#?}\n{log}");
+        assert_one_at_a_time(&steps, &["-cp-", "-platform-", "-general-"]);
+        assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
+        // The nodes run the configs made for v1.13.
+        let config = general_1_config(&sim, &ws);
+        assert!(!config.contains("network: {}"), "{config}");
+        assert!(config.contains("hcloud-installer/"), "{config}");
+        assert!(config.contains(":v1.13.9"), "{config}");
+
+        let (code, out) = plan_exit_code(&ws, &upgrade);
+        assert_eq!(code, 0, "plan after the upgrade\n{out}");
     });
 }
 

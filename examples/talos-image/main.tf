@@ -1,6 +1,6 @@
 # Looks up the Talos snapshots of a Hetzner project: the ones hct built, found
 # by their labels. `scripts/demo talos-image` runs it against hct-sim, which
-# seeds snapshots for v1.11.3 and v1.12.6 on both architectures.
+# seeds snapshots for v1.11.3, v1.12.6 and v1.13.9 on both architectures.
 
 terraform {
   required_providers {

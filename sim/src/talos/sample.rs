@@ -2,7 +2,7 @@
 //! tests and demos of the emulated nodes that need valid inputs without
 //! hct's own generator: an Ed25519 OS CA, an ECDSA P-256 Kubernetes CA (as
 //! Talos makes them), Talos API and Kubernetes client certificates, and
-//! configs in the shapes Talos v1.11 and v1.12 take.
+//! configs in the shapes Talos v1.11 and v1.12 (and v1.13) take.
 
 use base64::Engine;
 use rcgen::{
@@ -21,7 +21,8 @@ pub enum SampleNetwork {
     Isolated,
     /// `machine.network.interfaces[].routes` (v1.11 style, deprecated in v1.12).
     Interfaces { gateway: String },
-    /// A `LinkConfig` document whose route has no destination (v1.12 style).
+    /// A `LinkConfig` document whose route has no destination (v1.12 style,
+    /// v1.13 too).
     LinkConfig { gateway: String },
 }
 

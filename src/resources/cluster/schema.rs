@@ -31,7 +31,7 @@ pub fn schema() -> Schema {
     ))
     .attribute(Attribute::required("talos_version", Type::String).description(
         "The Talos release the nodes run, e.g. `v1.12.6`; its minor picks the machine-config \
-         contract (v1.11 or v1.12). A newer release upgrades the nodes in place (the Image \
+         contract (v1.11, v1.12 or v1.13). A newer release upgrades the nodes in place (the Image \
          Factory's Hetzner installer, one node at a time per group, the control plane first, \
          each back and healthy before the next), then applies the configs made for it; set \
          `image_id` to a snapshot of the new release for servers created later. An older \
@@ -40,7 +40,8 @@ pub fn schema() -> Schema {
     .attribute(Attribute::optional_computed("kubernetes_version", Type::String).description(
         "e.g. `v1.35.2`. Default: Talos' default for `talos_version` when the cluster is created; \
          it stays when `talos_version` changes later (a Talos upgrade does not upgrade \
-         Kubernetes). A change is re-applied to the nodes' configs.",
+         Kubernetes; it must be one the new release runs: v1.31 to v1.36 on Talos v1.13). A change \
+         is re-applied to the nodes' configs.",
     ))
     .attribute(Attribute::required("image_id", Type::String).description(
         "The Talos snapshot (e.g. `hct_talos_image.this.id`), of the control plane's \

@@ -13,6 +13,7 @@ use crate::talos::release::{KubernetesVersion, TalosVersion};
 pub enum Contract {
     V1_11,
     V1_12,
+    V1_13,
 }
 
 impl Contract {
@@ -22,6 +23,7 @@ impl Contract {
         match talos.line() {
             (1, 11) => Ok(Contract::V1_11),
             (1, 12) => Ok(Contract::V1_12),
+            (1, 13) => Ok(Contract::V1_13),
             _ => Err(ConfigError::UnsupportedTalosVersion(talos.to_string())),
         }
     }
@@ -31,6 +33,16 @@ impl Contract {
     /// v1.12 schema no longer has `machine.network.interfaces`/`hostname`.
     pub fn multidoc_network_config(self) -> bool {
         self >= Contract::V1_12
+    }
+
+    /// Whether the v1alpha1 document has a `machine.network` section: the
+    /// inline network fields up to 1.11, an empty `{}` in 1.12 (Talos'
+    /// generator still writes it then), none from 1.13, whose schema drops
+    /// `machine.network` (`VersionContract.KubeSpanMultidocConfig`: the
+    /// generator no longer makes the empty section, and KubeSpan moved to a
+    /// `KubeSpanConfig` document).
+    pub fn machine_network_section(self) -> bool {
+        self <= Contract::V1_12
     }
 
     /// `machine.features.{rbac,stableHostname,apidCheckExtKeyUsage}` and
@@ -50,6 +62,7 @@ impl Contract {
         match self {
             Contract::V1_11 => KubernetesVersion::new(1, 34, 1),
             Contract::V1_12 => KubernetesVersion::new(1, 35, 2),
+            Contract::V1_13 => KubernetesVersion::new(1, 36, 3),
         }
     }
 
@@ -58,6 +71,7 @@ impl Contract {
         match self {
             Contract::V1_11 => (29, 34),
             Contract::V1_12 => (30, 35),
+            Contract::V1_13 => (31, 36),
         }
     }
 
@@ -121,9 +135,59 @@ impl Contract {
             "TrustedRootsConfig",
             "SideroLinkConfig",
         ];
+        // The v1.13 schema's `oneOf`, plus `ImageVerificationConfig`, which
+        // machinery v1.13 registers (`config/types/security`) but leaves out
+        // of the schema.
+        const V1_13: &[&str] = &[
+            "ExistingVolumeConfig",
+            "ExternalVolumeConfig",
+            "RawVolumeConfig",
+            "SwapVolumeConfig",
+            "UserVolumeConfig",
+            "VolumeConfig",
+            "ZswapConfig",
+            "RegistryAuthConfig",
+            "RegistryMirrorConfig",
+            "RegistryTLSConfig",
+            "ExtensionServiceConfig",
+            "PCIDriverRebindConfig",
+            "BlackholeRouteConfig",
+            "BondConfig",
+            "BridgeConfig",
+            "NetworkDefaultActionConfig",
+            "DHCPv4Config",
+            "DHCPv6Config",
+            "DummyLinkConfig",
+            "EthernetConfig",
+            "HCloudVIPConfig",
+            "HostnameConfig",
+            "KubeSpanConfig",
+            "KubeSpanEndpoints",
+            "Layer2VIPConfig",
+            "LinkConfig",
+            "LinkAliasConfig",
+            "ResolverConfig",
+            "RoutingRuleConfig",
+            "NetworkRuleConfig",
+            "StaticHostConfig",
+            "TCPProbeConfig",
+            "TimeSyncConfig",
+            "VLANConfig",
+            "VRFConfig",
+            "WireguardConfig",
+            "EnvironmentConfig",
+            "EventSinkConfig",
+            "KmsgLogConfig",
+            "OOMConfig",
+            "WatchdogTimerConfig",
+            "TrustedRootsConfig",
+            "SideroLinkConfig",
+            "ImageVerificationConfig",
+        ];
         match self {
             Contract::V1_11 => COMMON,
             Contract::V1_12 => V1_12,
+            Contract::V1_13 => V1_13,
         }
     }
 }
@@ -133,6 +197,7 @@ impl fmt::Display for Contract {
         f.write_str(match self {
             Contract::V1_11 => "v1.11",
             Contract::V1_12 => "v1.12",
+            Contract::V1_13 => "v1.13",
         })
     }
 }
@@ -167,12 +232,14 @@ mod tests {
             ("1.12.0", Contract::V1_12, "v1.12.0"),
             ("v1.11.3", Contract::V1_11, "v1.11.3"),
             ("v1.12.0-beta.1", Contract::V1_12, "v1.12.0-beta.1"),
+            ("v1.13.9", Contract::V1_13, "v1.13.9"),
+            ("v1.13.0-alpha.1", Contract::V1_13, "v1.13.0-alpha.1"),
         ] {
             let version: TalosVersion = text.parse().unwrap();
             assert_eq!(Contract::of(&version).unwrap(), contract);
             assert_eq!(version.to_string(), shown);
         }
-        for text in ["v1.10.7", "v1.13.0", "v2.12.0"] {
+        for text in ["v1.10.7", "v1.14.0", "v2.12.0"] {
             assert!(
                 matches!(
                     Contract::of(&text.parse().unwrap()),
@@ -193,10 +260,15 @@ mod tests {
             Contract::V1_12.default_kubernetes_version().to_string(),
             "v1.35.2"
         );
-        for contract in [Contract::V1_11, Contract::V1_12] {
+        assert_eq!(
+            Contract::V1_13.default_kubernetes_version().to_string(),
+            "v1.36.3"
+        );
+        for contract in [Contract::V1_11, Contract::V1_12, Contract::V1_13] {
             let talos: TalosVersion = match contract {
                 Contract::V1_11 => "v1.11.3",
                 Contract::V1_12 => "v1.12.6",
+                Contract::V1_13 => "v1.13.9",
             }
             .parse()
             .unwrap();
@@ -221,5 +293,52 @@ mod tests {
         let old: TalosVersion = "v1.11.3".parse().unwrap();
         assert!(check_kubernetes_supported(&"v1.29.0".parse().unwrap(), &old).is_ok());
         assert!(check_kubernetes_supported(&"v1.35.0".parse().unwrap(), &old).is_err());
+    }
+
+    #[test]
+    fn talos_1_13_runs_kubernetes_1_31_to_1_36() {
+        let talos: TalosVersion = "v1.13.9".parse().unwrap();
+        let check = |k: &str| check_kubernetes_supported(&k.parse().unwrap(), &talos);
+        assert!(check("v1.31.0").is_ok());
+        assert!(
+            check("v1.35.2").is_ok(),
+            "a v1.12 cluster's default stays valid"
+        );
+        assert!(check("v1.36.99").is_ok());
+        let error = check("v1.30.9").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "Kubernetes v1.30.9 is not supported by Talos v1.13.9, which runs v1.31 to v1.36"
+        );
+        assert!(check("v1.37.0").is_err());
+    }
+
+    #[test]
+    fn talos_1_13_drops_machine_network_and_adds_document_kinds() {
+        assert!(Contract::V1_11.machine_network_section());
+        assert!(Contract::V1_12.machine_network_section());
+        assert!(!Contract::V1_13.machine_network_section());
+        assert!(Contract::V1_13.multidoc_network_config());
+        assert!(Contract::V1_13.grub_uses_uki_cmdline());
+        assert!(!Contract::V1_13.legacy_always_on_flags());
+        let kinds = Contract::V1_13.document_kinds();
+        for kind in Contract::V1_12.document_kinds() {
+            assert!(kinds.contains(kind), "{kind} still exists in v1.13");
+        }
+        for kind in [
+            "KubeSpanConfig",
+            "EnvironmentConfig",
+            "ExternalVolumeConfig",
+            "BlackholeRouteConfig",
+            "RoutingRuleConfig",
+            "TCPProbeConfig",
+            "VRFConfig",
+            "ImageVerificationConfig",
+        ] {
+            assert!(kinds.contains(&kind), "{kind}");
+            assert!(!Contract::V1_12.document_kinds().contains(&kind), "{kind}");
+        }
+        assert_eq!(kinds.len(), 44);
+        assert_eq!(Contract::V1_13.to_string(), "v1.13");
     }
 }

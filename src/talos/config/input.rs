@@ -34,7 +34,7 @@ pub struct NodeConfigInput {
     /// e.g. `v1.12.6`; its minor picks the config contract.
     pub talos_version: TalosVersion,
     /// e.g. `v1.35.2`; default: Talos' own default for the contract
-    /// (v1.11 → v1.34.1, v1.12 → v1.35.2).
+    /// (v1.11 → v1.34.1, v1.12 → v1.35.2, v1.13 → v1.36.3).
     pub kubernetes_version: Option<KubernetesVersion>,
     /// Image Factory schematic id (64 hex digits) of the installed image.
     pub schematic_id: String,

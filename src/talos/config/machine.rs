@@ -23,7 +23,9 @@ pub(crate) fn section(node: &Node, plan: &NetworkPlan, secrets: &Secrets) -> Val
     machine.insert("ca".into(), os_ca(node.role, secrets));
     machine.insert("certSANs".into(), json!([]));
     machine.insert("kubelet".into(), kubelet(node, plan));
-    machine.insert("network".into(), network::machine_network(node, plan));
+    if node.contract.machine_network_section() {
+        machine.insert("network".into(), network::machine_network(node, plan));
+    }
     machine.insert("install".into(), install::section(node));
     machine.insert("features".into(), features(node));
     let labels = node_labels(node);

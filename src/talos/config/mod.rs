@@ -1,5 +1,6 @@
 //! Machine configs for private-only Talos nodes on Hetzner Cloud, shaped like
-//! Talos' own output for the contract (v1.11 or v1.12), plus hct's settings.
+//! Talos' own output for the contract (v1.11, v1.12 or v1.13), plus hct's
+//! settings.
 //!
 //! Where things live:
 //! - `input`: [`NodeConfigInput`], its defaults and checks.
@@ -7,7 +8,8 @@
 //! - `machine`: the `machine` section (kubelet, features, labels, taints).
 //! - `install`: the install disk and the Image Factory installer image.
 //! - `network`: DHCP, the default route via the gateway, the hostname
-//!   (v1.11 inline; v1.12 `HostnameConfig`/`LinkConfig`/`DHCPv4Config`).
+//!   (v1.11 inline; v1.12 and v1.13 `HostnameConfig`/`LinkConfig`/
+//!   `DHCPv4Config`, v1.13 without `machine.network`).
 //! - `cluster`: the `cluster` section (endpoint, ranges, CAs, components, etcd).
 //! - `labels`: Kubernetes rules for node labels and taints.
 //! - `patch`: user `config_patches` (strategic merge, JSON6902, `$patch: delete`).
@@ -47,7 +49,7 @@ use crate::talos::yaml;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error(
-        "unsupported Talos version {0:?}: hct generates configs for Talos v1.11 and v1.12 (e.g. v1.12.6)"
+        "unsupported Talos version {0:?}: hct generates configs for Talos v1.11, v1.12 and v1.13 (e.g. v1.13.9)"
     )]
     UnsupportedTalosVersion(String),
     #[error(

@@ -9,7 +9,11 @@
 //! - Talos v1.12: those fields left the v1alpha1 schema; Talos 1.12 uses
 //!   documents instead: `HostnameConfig` (which Talos itself generates with
 //!   `auto: stable`, a name that would override the server name, so ours
-//!   sets `hostname`), `LinkConfig` (routes) and `DHCPv4Config`.
+//!   sets `hostname`), `LinkConfig` (routes) and `DHCPv4Config`; the
+//!   v1alpha1 document keeps an empty `machine.network`, as Talos' own
+//!   generator writes it.
+//! - Talos v1.13: the same documents; `machine.network` is gone from the
+//!   v1alpha1 schema and from Talos' generated configs, so hct leaves it out.
 
 use std::net::Ipv4Addr;
 
@@ -18,7 +22,7 @@ use serde_json::{Value, json};
 use super::input::Node;
 use crate::network_plan::NetworkPlan;
 
-/// `machine.network` in the v1alpha1 document.
+/// `machine.network` in the v1alpha1 document (up to v1.12).
 pub(crate) fn machine_network(node: &Node, plan: &NetworkPlan) -> Value {
     if node.contract.multidoc_network_config() {
         return json!({});

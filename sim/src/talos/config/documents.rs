@@ -54,6 +54,19 @@ const KINDS_V1_12: &[&str] = &[
     "OOMConfig",
 ];
 
+/// Kinds added in v1.13 (its schema's `oneOf`, and `ImageVerificationConfig`,
+/// which machinery registers without a schema entry).
+const KINDS_V1_13: &[&str] = &[
+    "ExternalVolumeConfig",
+    "BlackholeRouteConfig",
+    "KubeSpanConfig",
+    "RoutingRuleConfig",
+    "TCPProbeConfig",
+    "VRFConfig",
+    "EnvironmentConfig",
+    "ImageVerificationConfig",
+];
+
 /// Kinds that configure a network link, and so may carry routes.
 pub const LINK_KINDS: &[&str] = &[
     "LinkConfig",
@@ -69,6 +82,7 @@ pub const LINK_KINDS: &[&str] = &[
 pub fn is_known_kind(kind: &str, talos: Option<&TalosVersion>) -> bool {
     KINDS_V1_11.contains(&kind)
         || (KINDS_V1_12.contains(&kind) && talos.is_none_or(|v| v.at_least(1, 12)))
+        || (KINDS_V1_13.contains(&kind) && talos.is_none_or(|v| v.at_least(1, 13)))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -110,7 +124,8 @@ pub struct Features {
 }
 
 /// `machine.network`: deprecated in v1.12 in favour of the network
-/// documents, still accepted.
+/// documents, still accepted; gone from the v1.13 schema and from the
+/// configs Talos generates, still loaded.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct MachineNetwork {
@@ -201,5 +216,18 @@ mod tests {
         assert!(is_known_kind("LinkConfig", Some(&v1_12)));
         assert!(is_known_kind("HostnameConfig", None));
         assert!(!is_known_kind("MachineConfig", Some(&v1_12)));
+    }
+
+    #[test]
+    fn kubespan_and_environment_documents_arrive_with_v1_13() {
+        let v1_12: TalosVersion = "v1.12.6".parse().unwrap();
+        let v1_13: TalosVersion = "v1.13.9".parse().unwrap();
+        for kind in ["KubeSpanConfig", "EnvironmentConfig", "VRFConfig"] {
+            assert!(!is_known_kind(kind, Some(&v1_12)), "{kind}");
+            assert!(is_known_kind(kind, Some(&v1_13)), "{kind}");
+            assert!(is_known_kind(kind, None), "{kind}");
+        }
+        assert!(is_known_kind("LinkConfig", Some(&v1_13)));
+        assert!(is_known_kind("VolumeConfig", Some(&v1_13)));
     }
 }

@@ -127,6 +127,22 @@ fn required_fields_are_named() {
 }
 
 #[test]
+fn reads_a_v1_13_worker_with_its_new_documents() {
+    let mut node = SampleNode::new(false, "v1.13.9", "10.0.0.1");
+    node.hostname = Some("w-1".into());
+    let config = cluster().machine_config(&node)
+        + "---\napiVersion: v1alpha1\nkind: KubeSpanConfig\nenabled: false\n";
+    let parsed = parse(&config, Some(&v("v1.13.9"))).unwrap();
+    assert_eq!(parsed.installs, v("v1.13.9"));
+    assert_eq!(parsed.hostname.as_deref(), Some("w-1"));
+    assert!(parsed.routes[0].is_default());
+    assert_eq!(
+        reason(&config, "v1.12.6"),
+        "unknown document: apiVersion \"v1alpha1\", kind \"KubeSpanConfig\" for Talos v1.12.6"
+    );
+}
+
+#[test]
 fn documents_must_be_known_to_the_running_release() {
     let config = cluster().machine_config(&SampleNode::new(true, "v1.12.6", "10.0.0.1"));
     assert_eq!(

@@ -1,6 +1,6 @@
 //! Where Talos' merge departs from "maps merge, lists append": fields tagged
 //! `merge:"replace"` and lists with their own `Merge` that match items by a
-//! key (Talos `pkg/machinery/config/types`, v1.11/v1.12).
+//! key (Talos `pkg/machinery/config/types`, v1.11 to v1.13).
 
 /// `v1alpha1` for the legacy document, else the document `kind`.
 pub(crate) type Kind<'a> = &'a str;
@@ -35,12 +35,18 @@ const KEYED: &[(Kind<'static>, &[&str], &[&str])] = &[
     ("ExtensionServiceConfig", &["configFiles"], &["mountPath"]),
 ];
 
+/// Lists whose items replace the item that has the same key field (v1.13's
+/// `ImageVerificationRules.Merge`).
+const REPLACED_BY_KEY: &[(Kind<'static>, &[&str], &[&str])] =
+    &[("ImageVerificationConfig", &["rules"], &["image"])];
+
 /// How the value at a path merges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rule {
     Merge,
     Replace,
     KeyedBy(&'static [&'static str]),
+    ReplacedByKey(&'static [&'static str]),
 }
 
 pub(crate) fn rule_for(kind: Kind<'_>, path: &[String]) -> Rule {
@@ -56,6 +62,12 @@ pub(crate) fn rule_for(kind: Kind<'_>, path: &[String]) -> Rule {
         .any(|(k, pattern)| *k == kind && matches(pattern))
     {
         return Rule::Replace;
+    }
+    if let Some((_, _, keys)) = REPLACED_BY_KEY
+        .iter()
+        .find(|(k, pattern, _)| *k == kind && matches(pattern))
+    {
+        return Rule::ReplacedByKey(keys);
     }
     KEYED
         .iter()

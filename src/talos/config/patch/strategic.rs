@@ -146,6 +146,15 @@ fn merge(
                 }
                 Ok(())
             }
+            Rule::ReplacedByKey(keys) => {
+                for item in right {
+                    match keyed_position(left, &item, keys) {
+                        Some(position) => left[position] = item,
+                        None => left.push(item),
+                    }
+                }
+                Ok(())
+            }
             _ => {
                 left.extend(right);
                 Ok(())
@@ -175,14 +184,7 @@ fn merge_keyed_item(
     kind: &str,
     path: &mut Vec<String>,
 ) -> Result<(), PatchError> {
-    let selector = keys.iter().find_map(|key| {
-        item.get(*key)
-            .filter(|value| !is_zero(value))
-            .map(|value| (*key, value))
-    });
-    let existing =
-        selector.and_then(|(key, wanted)| list.iter().position(|x| x.get(key) == Some(wanted)));
-    match existing {
+    match keyed_position(list, &item, keys) {
         Some(position) => {
             path.push(format!("[{position}]"));
             merge(&mut list[position], item, kind, path)?;
@@ -191,6 +193,16 @@ fn merge_keyed_item(
         None => list.push(item),
     }
     Ok(())
+}
+
+/// The list item with the same value of the first key field `item` sets.
+fn keyed_position(list: &[Value], item: &Value, keys: &[&str]) -> Option<usize> {
+    let (key, wanted) = keys.iter().find_map(|key| {
+        item.get(*key)
+            .filter(|value| !is_zero(value))
+            .map(|value| (*key, value))
+    })?;
+    list.iter().position(|x| x.get(key) == Some(wanted))
 }
 
 /// The values Talos treats as "not set" in a patch.

@@ -408,3 +408,27 @@ fn unrecognisable_patches_are_refused() {
         }
     );
 }
+
+#[test]
+fn v1_13_image_verification_rules_replace_the_rule_for_their_image() {
+    let mut documents = config();
+    let first = "apiVersion: v1alpha1\nkind: ImageVerificationConfig\nrules:\n  - image: ghcr.io/*\n    keyless: {issuer: a, subject: b}\n  - image: '*'\n    skip: true\n";
+    apply(&mut documents, first, Contract::V1_13).unwrap();
+    let second = "apiVersion: v1alpha1\nkind: ImageVerificationConfig\nrules:\n  - image: ghcr.io/*\n    deny: true\n  - image: docker.io/*\n    skip: true\n";
+    apply(&mut documents, second, Contract::V1_13).unwrap();
+    assert_eq!(
+        documents[3]["rules"],
+        json!([
+            {"image": "ghcr.io/*", "deny": true},
+            {"image": "*", "skip": true},
+            {"image": "docker.io/*", "skip": true},
+        ])
+    );
+    assert_eq!(
+        failure_for(first, Contract::V1_12),
+        PatchError::Document {
+            document: 0,
+            reason: "Talos v1.12 has no document kind \"ImageVerificationConfig\"".into()
+        }
+    );
+}
