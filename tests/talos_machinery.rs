@@ -7,7 +7,7 @@
 //!
 //! Covered: both roles, without a patch, with a strategic merge patch and
 //! with a JSON6902 patch, for each contract hct generates (v1.11 at v1.11.3,
-//! v1.12 at v1.12.6), each judged by its own release; the same configs
+//! v1.12 at v1.12.6, v1.13 at the newest v1.13 checker), each judged by its own release; the same configs
 //! judged by the next minor (what a node upgraded in place keeps); and the
 //! checker itself, on configs Talos must refuse and on a hand-written v1.13
 //! config (hct has no v1.13 contract yet).
@@ -21,7 +21,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use hct::network_plan::{self, NetworkPlan, NetworkPlanInput, NodeGroupInput};
-use hct::talos::{ConfigError, NodeConfigInput, Role, Secrets};
+use hct::talos::{NodeConfigInput, Role, Secrets};
 use serde_json::Value;
 
 const SCHEMATIC: &str = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
@@ -511,15 +511,14 @@ fn checker_refuses_broken_configs_with_talos_messages() {
 /// hct has no v1.13 contract yet: when it gets one, this fails, and v1.13
 /// joins the cases above (`generated("v1.13.x")` against its own release).
 #[test]
-fn hct_does_not_generate_v1_13_yet() {
+fn v1_13_configs_pass_talos_v1_13() {
     let release = peers::peers().talos_release_of_minor("v1.13").to_owned();
-    let result = hct::talos::generate(
-        &input(&release, Role::Worker, Patch::None),
-        &plan(),
-        secrets(),
-    );
-    assert!(
-        matches!(result, Err(ConfigError::UnsupportedTalosVersion(_))),
-        "hct now generates {release} configs: add them to the tests above ({result:?})"
-    );
+    let verdicts = check(&release, &generated(&release));
+    assert_clean(&release, &verdicts);
+    for verdict in &verdicts {
+        let kinds = kinds(verdict);
+        for kind in ["v1alpha1", "HostnameConfig", "LinkConfig", "DHCPv4Config"] {
+            assert!(kinds.contains(&kind), "{}: {kinds:?}", verdict.label);
+        }
+    }
 }
