@@ -13,7 +13,8 @@ Reports, against the targets of the cluster issue:
 - the provider's peak RSS during the apply (<= 50 MiB).
 
 Usage: bench/cluster.py [--plans N] [--check]   (bench/cluster.sh builds first)
-Environment: HCT_BENCH_PROVIDER, HCT_BENCH_SIM (binaries), HCT_TERRAFORM.
+Environment: HCT_BENCH_PROVIDER, HCT_BENCH_SIM (binaries), HCT_CLI (terraform or
+tofu, see scripts/ensure-cli), HCT_TERRAFORM.
 """
 
 import argparse
@@ -49,7 +50,7 @@ def main():
 
     provider = os.environ["HCT_BENCH_PROVIDER"]
     sim_binary = os.environ["HCT_BENCH_SIM"]
-    terraform = subprocess.check_output([os.path.join(ROOT, "scripts/ensure-terraform")], text=True).strip()
+    terraform = subprocess.check_output([os.path.join(ROOT, "scripts/ensure-cli")], text=True).strip()
     work = tempfile.mkdtemp(prefix="hct-cluster-bench.")
     try:
         return run(args, provider, sim_binary, terraform, work)
@@ -139,7 +140,7 @@ sys.exit(rc if rc >= 0 else 128 - rc)
         ("no-change plan (median)", f"{plan_median * 1000:.0f} ms of {len(plans)}", plan_median <= 1.0, "<= 1 s"),
         ("provider peak RSS", f"{peak_mib:.1f} MiB", peak_mib <= 50, "<= 50 MiB"),
     ]
-    print(f"terraform: {terraform}")
+    print(f"cli: {terraform}")
     print("requests by route:", json.dumps(requests["counts"], sort_keys=True))
     missed = 0
     for name, value, ok, target in results:

@@ -12,6 +12,7 @@
 # Environment:
 #   HCT_BENCH_PROVIDER  provider binary to use instead of `cargo build --release --locked`
 #   HCT_BENCH_EXAMPLE   config dir to use instead of examples/network-plan
+#   HCT_CLI             terraform (default) or tofu (see scripts/ensure-cli)
 #   HCT_TERRAFORM       Terraform CLI (see scripts/ensure-terraform)
 set -euo pipefail
 
@@ -44,7 +45,7 @@ if [[ -z $provider ]]; then
   provider=$target_dir/release/terraform-provider-hct
 fi
 [[ -x $provider ]] || { echo "provider binary $provider is not executable" >&2; exit 1; }
-tf=$("$root/scripts/ensure-terraform")
+tf=$("$root/scripts/ensure-cli")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hct-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -106,7 +107,7 @@ stats() {
     printf "%.1f %.1f %.1f\n", m / 1000, v[1] / 1000, v[NR] / 1000 }'
 }
 
-echo "terraform: $(TF_CLI_CONFIG_FILE=$work/bin.tfrc CHECKPOINT_DISABLE=1 "$tf" version | head -n 1) ($tf)"
+echo "cli:       $(TF_CLI_CONFIG_FILE=$work/bin.tfrc CHECKPOINT_DISABLE=1 "$tf" version | head -n 1) ($tf)"
 echo "provider:  $provider"
 echo "configs:   $example vs $baseline"
 

