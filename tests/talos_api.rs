@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use hct::hcloud::PrivateServer;
-use hct::network_plan::{self, NetworkPlan, NetworkPlanInput, NodeGroupInput};
+use hct::network_plan::NetworkPlan;
 use hct::secret::Secret;
 use hct::talos::api::{
     AdminCredentials, ApplyMode, Bootstrapped, NodeAddress, TalosClient, TalosError, Trust,
@@ -70,28 +70,8 @@ async fn server(
         .id
 }
 
-/// hct's plan for the seeded network: control planes 10.0.128.17-19, one
-/// worker at 10.0.128.65.
 fn plan() -> NetworkPlan {
-    let group = |cidr: &str, nodes| NodeGroupInput {
-        cidr: Some(cidr.to_string()),
-        nodes: Some(nodes),
-    };
-    let input = NetworkPlanInput {
-        network_cidr: Some("10.0.0.0/16".into()),
-        node_subnet: Some("10.0.128.0/24".into()),
-        control_plane: Some(group("10.0.128.16/28", 3)),
-        worker_pools: Some(BTreeMap::from([(
-            "general".to_string(),
-            group("10.0.128.64/27", 1),
-        )])),
-        service_cidr: Some("10.0.192.0/21".into()),
-        pod_cidr: Some("10.0.224.0/19".into()),
-        pod_cidr_mask_size: Some(24),
-        native_routing_cidr: Some("10.0.224.0/19".into()),
-        multi_datacenter: Some(false),
-    };
-    network_plan::plan(&input).unwrap().0
+    support::plan::reference(1)
 }
 
 /// hct's machine config for one node.

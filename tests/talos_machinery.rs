@@ -13,6 +13,7 @@
 //! config (hct has no v1.13 contract yet).
 
 mod peers;
+mod support;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,7 +21,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use hct::network_plan::{self, NetworkPlan, NetworkPlanInput, NodeGroupInput};
+use hct::network_plan::NetworkPlan;
 use hct::talos::{NodeConfigInput, Role, Secrets};
 use serde_json::Value;
 
@@ -84,31 +85,8 @@ fn role_label(role: Role) -> &'static str {
     }
 }
 
-/// Network 10.0.0.0/16, nodes in 10.0.128.0/24: control plane
-/// 10.0.128.16/28 × 3, pool general 10.0.128.64/27 × 3.
 fn plan() -> NetworkPlan {
-    let group = |cidr: &str, nodes| NodeGroupInput {
-        cidr: Some(cidr.to_owned()),
-        nodes: Some(nodes),
-    };
-    let input = NetworkPlanInput {
-        network_cidr: Some("10.0.0.0/16".into()),
-        node_subnet: Some("10.0.128.0/24".into()),
-        control_plane: Some(group("10.0.128.16/28", 3)),
-        worker_pools: Some(BTreeMap::from([(
-            "general".to_owned(),
-            group("10.0.128.64/27", 3),
-        )])),
-        service_cidr: Some("10.0.192.0/21".into()),
-        pod_cidr: Some("10.0.224.0/19".into()),
-        pod_cidr_mask_size: Some(24),
-        native_routing_cidr: Some("10.0.224.0/19".into()),
-        multi_datacenter: Some(false),
-    };
-    match network_plan::plan(&input) {
-        Ok((plan, _)) => plan,
-        Err(diagnostics) => panic!("network plan: {diagnostics:?}"),
-    }
+    support::plan::reference(3)
 }
 
 /// One bundle per test process (RSA-4096 takes about a second).

@@ -6,13 +6,14 @@
 //! client's expectations (TLS, metadata, streamed answers).
 
 mod peers;
+mod support;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
 use hct::hcloud::PrivateServer;
-use hct::network_plan::{self, NetworkPlan, NetworkPlanInput, NodeGroupInput};
+use hct::network_plan::NetworkPlan;
 use hct::talos::api::{AdminCredentials, NodeAddress, TalosClient, TalosError, Trust};
 use hct::talos::{NodeConfigInput, Role, Secrets};
 use hct_sim::{SimHandle, SimOptions};
@@ -22,28 +23,8 @@ use tokio::time::Instant;
 const TALOS: &str = "v1.12.6";
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// Control planes 10.0.128.17-19, one worker at 10.0.128.65 (the sim's
-/// seeded network is 10.0.0.0/16).
 fn plan() -> NetworkPlan {
-    let group = |cidr: &str, nodes| NodeGroupInput {
-        cidr: Some(cidr.to_owned()),
-        nodes: Some(nodes),
-    };
-    let input = NetworkPlanInput {
-        network_cidr: Some("10.0.0.0/16".into()),
-        node_subnet: Some("10.0.128.0/24".into()),
-        control_plane: Some(group("10.0.128.16/28", 3)),
-        worker_pools: Some(BTreeMap::from([(
-            "general".to_owned(),
-            group("10.0.128.64/27", 1),
-        )])),
-        service_cidr: Some("10.0.192.0/21".into()),
-        pod_cidr: Some("10.0.224.0/19".into()),
-        pod_cidr_mask_size: Some(24),
-        native_routing_cidr: Some("10.0.224.0/19".into()),
-        multi_datacenter: Some(false),
-    };
-    network_plan::plan(&input).unwrap().0
+    support::plan::reference(1)
 }
 
 fn machine_config(plan: &NetworkPlan, secrets: &Secrets, hostname: &str, role: Role) -> String {

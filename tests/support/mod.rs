@@ -7,6 +7,7 @@
 //! - [`HttpsServer`]: a static HTTPS server on 127.0.0.1 with a throwaway CA.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod plan;
 pub mod sim;
 
 use std::io::{BufRead, BufReader};
