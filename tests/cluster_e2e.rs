@@ -2,10 +2,13 @@
 //! hct-sim, on the shipped example `examples/private-cluster` (the reference
 //! layout): apply, no-change plan, scale a pool 3 → 5 → 2, drift (servers,
 //! labels, configs changed with talosctl), import,
-//! destroy; Talos upgrades (v1.11 → v1.12 → v1.13) and a cluster on v1.13; and the ways it goes wrong: API faults, a failing action, a node
+//! destroy; Talos upgrades (v1.11 → v1.12 → v1.13) and a cluster on v1.13;
+//! the configs each node runs, judged by Talos' own machinery at the node's
+//! release; and the ways it goes wrong: API faults, a failing action, a node
 //! that never comes up, a network without the default route, and the
 //! provider killed mid-apply.
 
+mod peers;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,25 +22,10 @@ use hct::talos::client_config::{
 };
 use hct_sim::resources::servers::ServerStatus;
 use hct_sim::{FaultSpec, SimHandle};
+use peers::talos_check::{Config, assert_clean, check};
 use serde_json::json;
+use support::reference::{pools, pools_labelled, resource_values, state_attribute, workspace};
 use support::{TfOutput, Workspace};
-
-const EXAMPLE: &str = include_str!("../examples/private-cluster/main.tf");
-
-/// The reference layout with `general` nodes in the general pool.
-fn pools(general: u32) -> String {
-    pools_labelled(general, r#"{ purpose = "platform" }"#)
-}
-
-fn pools_labelled(general: u32, platform_labels: &str) -> String {
-    format!(
-        r#"worker_pools = {{
-  platform = {{ cidr = "10.0.128.32/27", nodes = 3, sku = "cx33", labels = {platform_labels} }}
-  general  = {{ cidr = "10.0.128.64/27", nodes = {general}, sku = "cx23", labels = {{ purpose = "general" }} }}
-}}
-"#
-    )
-}
 
 /// The `nodes` of a pool in state: name → (server id, config hash).
 fn pool_nodes(ws: &Workspace, pool: &str) -> Vec<(String, i64, String)> {
@@ -53,43 +41,6 @@ fn pool_nodes(ws: &Workspace, pool: &str) -> Vec<(String, i64, String)> {
             )
         })
         .collect()
-}
-
-/// A resource's values in state, from `terraform show -json` (sensitive
-/// ones included).
-fn resource_values(ws: &Workspace, address: &str) -> serde_json::Value {
-    let out = ws
-        .terraform(&["show", "-json"])
-        .expect_success("show -json");
-    let state: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    state["values"]["root_module"]["resources"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| r["address"] == address)
-        .map(|r| r["values"].clone())
-        .unwrap_or_default()
-}
-
-fn state_attribute(ws: &Workspace, address: &str, name: &str) -> String {
-    resource_values(ws, address)[name]
-        .as_str()
-        .unwrap_or_else(|| panic!("{address}.{name} not in state"))
-        .to_string()
-}
-
-fn workspace(sim: &SimHandle) -> Workspace {
-    let mut ws = Workspace::dev_override(&[("main.tf", EXAMPLE)]);
-    ws.write("pools.auto.tfvars", &pools(3));
-    ws.write(
-        "network.auto.tfvars",
-        &format!("network_id = {}\n", support::sim::seeded_network(sim)),
-    );
-    ws.env("HCLOUD_ENDPOINT", sim.endpoint())
-        .env("HCLOUD_TOKEN", sim.token())
-        .env("HCT_TALOS_PROXY", sim.proxy_url())
-        .env("HCT_POLL_INTERVAL", "50ms");
-    ws
 }
 
 fn server_names(sim: &SimHandle) -> BTreeSet<String> {
@@ -188,6 +139,43 @@ fn assert_one_at_a_time(steps: &[String], groups: &[&str]) {
     }
 }
 
+/// Talos' own validation (its machinery at the release each node runs, cloud
+/// mode, strict) of the config every configured node of the sim runs: what
+/// hct applied, as the node keeps it. Returns how many were judged.
+fn assert_talos_accepts_applied_configs(sim: &SimHandle) -> usize {
+    let applied: Vec<(String, String, String)> = sim.inspect(|w| {
+        w.servers
+            .values()
+            .filter_map(|server| {
+                let talos = server.talos.as_ref()?;
+                let config = talos.node.config()?;
+                Some((
+                    server.name.clone(),
+                    talos.version.clone(),
+                    config.text.expose().to_owned(),
+                ))
+            })
+            .collect()
+    });
+    assert!(!applied.is_empty(), "no node of the sim runs a config");
+    let peers = peers::peers();
+    let mut by_release: BTreeMap<String, Vec<Config>> = BTreeMap::new();
+    for (name, version, text) in &applied {
+        let minor = version
+            .rsplit_once('.')
+            .map_or(version.as_str(), |(m, _)| m);
+        let release = peers.talos_release_of_minor(minor).to_owned();
+        by_release.entry(release).or_default().push(Config {
+            label: format!("{name}-on-{version}"),
+            text: text.clone(),
+        });
+    }
+    for (release, configs) in &by_release {
+        assert_clean(release, &check(release, configs));
+    }
+    applied.len()
+}
+
 async fn sim() -> SimHandle {
     support::sim::start().await
 }
@@ -216,6 +204,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         });
         // cp, platform and general: one spread group each.
         assert_eq!(placement_groups(&sim), 3);
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
         let outputs = ws.outputs();
         assert_eq!(
             outputs["endpoint"]["value"],
@@ -289,6 +278,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         }
         let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after re-applying\n{out}");
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 7);
 
         // Import a pool back into state.
         let address = "hct_worker_pool.this[\"platform\"]";
@@ -437,7 +427,15 @@ async fn a_node_that_never_comes_up_times_out_naming_it() {
             out.stderr.contains("Timed out waiting for noreturn-cp-2"),
             "{out}"
         );
-        assert!(out.stderr.contains("waiting for the Talos API"), "{out}");
+        // It never answered, in maintenance mode or after: the diagnostic
+        // names the step and the two likely causes.
+        let words = unwrapped(&out.stderr);
+        assert!(words.contains("applying the machine config"), "{out}");
+        assert!(
+            words.contains("Talos cannot reach Hetzner's metadata service (169.254.169.254)"),
+            "{out}"
+        );
+        assert!(words.contains("No egress"), "{out}");
         // A plan meanwhile cannot read that node's config back, and says so.
         let out = ws
             .terraform(&["plan"])
@@ -607,6 +605,7 @@ async fn configs_applied_in_maintenance_mode_keep_user_data_empty() {
                 assert!(server.user_data.is_none(), "{} has user data", server.name);
             }
         });
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
         let (code, out) = plan_exit_code(&ws, &["-var", "config_delivery=apply"]);
         assert_eq!(code, 0, "{out}");
     });
@@ -649,6 +648,7 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
             "{:?}",
             releases(&sim)
         );
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
         let kubernetes = state_attribute(&ws, "hct_cluster.this", "kubernetes_version");
         let ids = server_ids(&sim);
 
@@ -687,6 +687,7 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
         }
         assert_one_at_a_time(&steps, &["-cp-", "-platform-", "-general-"]);
         assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
 
         let (code, out) = plan_exit_code(&ws, &upgrade);
         assert_eq!(code, 0, "plan after the upgrade\n{out}");
@@ -782,6 +783,7 @@ async fn a_cluster_on_talos_v1_13_comes_up_with_its_configs() {
             !config.contains("network: {}"),
             "v1.13 has no machine.network"
         );
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
         let (code, out) = plan_exit_code(&ws, &v1_13);
         assert_eq!(code, 0, "plan after the apply\n{out}");
     });
@@ -833,6 +835,7 @@ async fn talos_v1_12_upgrades_to_v1_13_in_place() {
         assert!(!config.contains("network: {}"), "{config}");
         assert!(config.contains("hcloud-installer/"), "{config}");
         assert!(config.contains(":v1.13.9"), "{config}");
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
 
         let (code, out) = plan_exit_code(&ws, &upgrade);
         assert_eq!(code, 0, "plan after the upgrade\n{out}");

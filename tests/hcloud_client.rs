@@ -190,6 +190,45 @@ async fn adopts_a_server_whose_create_answer_was_lost() {
     sim.shutdown().await.unwrap();
 }
 
+/// The attach went through but its answer was lost (a 504 from a proxy):
+/// the retry is told `server_already_attached`, which is success when the
+/// server is attached at the planned IP, and an error naming both IPs when not.
+#[tokio::test]
+async fn an_attach_whose_answer_was_lost_is_not_a_failure() {
+    let sim = sim().await;
+    let client = client(&sim);
+    let network = seeded_network(&sim);
+    let lose_attach_answer = || {
+        FaultSpec::parse(
+            r#"{"route": "POST /servers/{id}/actions/attach_to_network",
+                "respond": "timeout", "count": 1, "after_handling": true}"#,
+        )
+        .unwrap()
+    };
+    sim.add_fault(lose_attach_answer());
+    let server = client
+        .create_private_server(
+            &spec(network, "test-general-5", "10.0.128.69"),
+            TIMEOUT,
+            |_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(server.status, "running");
+    let fresh = client.server(server.id).await.unwrap().unwrap();
+    assert_eq!(
+        fresh.private_ip(network),
+        Some("10.0.128.69".parse().unwrap())
+    );
+    let counts = sim.request_counts();
+    assert_eq!(
+        count(&counts, "POST /servers/{id}/actions/attach_to_network"),
+        2,
+        "the lost answer was retried: {counts:?}"
+    );
+    sim.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn gives_up_with_diagnostics_that_say_what_to_do() {
     let sim = sim().await;

@@ -7,23 +7,22 @@
 //!
 //! Covered: both roles, without a patch, with a strategic merge patch and
 //! with a JSON6902 patch, for each contract hct generates (v1.11 at v1.11.3,
-//! v1.12 at v1.12.6, v1.13 at the newest v1.13 checker), each judged by its own release; the same configs
-//! judged by the next minor (what a node upgraded in place keeps); and the
-//! checker itself, on configs Talos must refuse and on a hand-written v1.13
-//! config (hct has no v1.13 contract yet).
+//! v1.12 at v1.12.6, v1.13 at the newest v1.13 checker), each judged by its
+//! own release; the same configs judged by the next minor (what a node
+//! upgraded in place keeps); and the checker itself, on configs Talos must
+//! refuse and on a hand-written v1.13 config. The configs the cluster
+//! end-to-end tests applied to hct-sim are judged there
+//! (tests/cluster_e2e.rs).
 
 mod peers;
 mod support;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::path::Path;
-use std::process::Command;
 use std::sync::OnceLock;
 
 use hct::network_plan::NetworkPlan;
 use hct::talos::{NodeConfigInput, Role, Secrets};
-use serde_json::Value;
+use peers::talos_check::{Config, assert_clean, check, check_with, kinds};
 
 const SCHEMATIC: &str = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
 
@@ -114,12 +113,6 @@ fn input(talos_version: &str, role: Role, patch: Patch) -> NodeConfigInput {
     }
 }
 
-/// A config to check, and what it is (for messages and its file name).
-struct Config {
-    label: String,
-    text: String,
-}
-
 /// hct's configs for `talos_version`: both roles × every patch.
 fn generated(talos_version: &str) -> Vec<Config> {
     let plan = plan();
@@ -136,159 +129,6 @@ fn generated(talos_version: &str) -> Vec<Config> {
         }
     }
     configs
-}
-
-/// The checker's verdict on one file.
-struct Verdict {
-    label: String,
-    report: Value,
-}
-
-impl Verdict {
-    fn valid(&self) -> bool {
-        self.report["valid"] == Value::Bool(true)
-    }
-
-    fn warnings(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = strings(&self.report["warnings"]);
-        for doc in self.report["documents"].as_array().into_iter().flatten() {
-            out.extend(strings(&doc["warnings"]));
-        }
-        out
-    }
-
-    /// Every message Talos gave: the load error, or the whole config's
-    /// errors and each document's own.
-    fn messages(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(load) = self.report["loadError"].as_str() {
-            out.push(format!("load: {load}"));
-        }
-        out.extend(
-            strings(&self.report["errors"])
-                .into_iter()
-                .map(str::to_owned),
-        );
-        for doc in self.report["documents"].as_array().into_iter().flatten() {
-            if let Some(error) = doc["error"].as_str() {
-                out.push(format!("{}: {error}", doc["kind"].as_str().unwrap_or("?")));
-            }
-        }
-        out
-    }
-
-    fn describe(&self) -> String {
-        let mut s = format!(
-            "{} (machinery {}, mode {}, strict {}): {}\n",
-            self.label,
-            self.report["machinery"].as_str().unwrap_or("?"),
-            self.report["mode"].as_str().unwrap_or("?"),
-            self.report["strict"],
-            if self.valid() { "valid" } else { "INVALID" }
-        );
-        for message in self.messages() {
-            let _ = writeln!(s, "    error: {message}");
-        }
-        for warning in self.warnings() {
-            let _ = writeln!(s, "    warning: {warning}");
-        }
-        s
-    }
-}
-
-fn strings(value: &Value) -> Vec<&str> {
-    value
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
-/// Runs `talos-check-<release> validate -json -mode cloud` (strict) on the
-/// configs, one process for all, and checks that its exit code agrees with
-/// its verdicts.
-fn check(release: &str, configs: &[Config]) -> Vec<Verdict> {
-    check_with(release, configs, &["-mode", "cloud"])
-}
-
-/// [`check`] with other `validate` flags.
-fn check_with(release: &str, configs: &[Config], flags: &[&str]) -> Vec<Verdict> {
-    let checker = peers::peers().talos_check(release);
-    let dir = tempfile::tempdir().unwrap();
-    let files: Vec<_> = configs
-        .iter()
-        .map(|config| {
-            let path = dir.path().join(format!("{}.yaml", config.label));
-            std::fs::write(&path, &config.text).unwrap();
-            path
-        })
-        .collect();
-    let out = Command::new(&checker)
-        .args(["validate", "-json"])
-        .args(flags)
-        .args(&files)
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", checker.display()));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let verdicts: Vec<Verdict> = stdout
-        .lines()
-        .zip(configs)
-        .map(|(line, config)| Verdict {
-            label: config.label.clone(),
-            report: serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("talos-check printed {line:?}: {e}\n{stderr}")),
-        })
-        .collect();
-    assert_eq!(
-        verdicts.len(),
-        configs.len(),
-        "talos-check {release} gave {} verdicts for {} files (exit {}):\n{stdout}\n{stderr}",
-        verdicts.len(),
-        configs.len(),
-        out.status
-    );
-    for (verdict, file) in verdicts.iter().zip(&files) {
-        assert_eq!(
-            verdict.report["file"].as_str().map(Path::new),
-            Some(file.as_path())
-        );
-        assert_eq!(verdict.report["machinery"], release, "{}", verdict.label);
-    }
-    let all_valid = verdicts.iter().all(Verdict::valid);
-    let expected_code = if all_valid { 0 } else { 1 };
-    assert_eq!(
-        out.status.code(),
-        Some(expected_code),
-        "talos-check {release}: exit code disagrees with its verdicts\n{stderr}"
-    );
-    verdicts
-}
-
-/// Asserts Talos found nothing to say: valid, and without a warning.
-fn assert_clean(release: &str, verdicts: &[Verdict]) {
-    let mut report = String::new();
-    for verdict in verdicts {
-        eprint!("{}", verdict.describe());
-        if !verdict.valid() || !verdict.warnings().is_empty() {
-            report.push_str(&verdict.describe());
-        }
-    }
-    assert!(
-        report.is_empty(),
-        "Talos machinery {release} does not accept these configs as they are:\n{report}"
-    );
-}
-
-/// Each document hct generated, by kind, as the checker loaded it.
-fn kinds(verdict: &Verdict) -> Vec<&str> {
-    verdict.report["documents"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|d| d["kind"].as_str())
-        .collect()
 }
 
 #[test]
@@ -382,7 +222,7 @@ fn v1_11_configs_pass_talos_v1_12_6_after_an_upgrade() {
     assert_clean("v1.12.6", &verdicts);
 }
 
-/// Likewise from v1.12 to the newest v1.13 (which hct cannot generate yet).
+/// Likewise from v1.12 to the newest v1.13.
 #[test]
 fn v1_12_configs_pass_talos_v1_13_after_an_upgrade() {
     let release = peers::peers().talos_release_of_minor("v1.13").to_owned();
@@ -486,8 +326,7 @@ fn checker_refuses_broken_configs_with_talos_messages() {
     }
 }
 
-/// hct has no v1.13 contract yet: when it gets one, this fails, and v1.13
-/// joins the cases above (`generated("v1.13.x")` against its own release).
+/// hct's v1.13 contract, judged by the newest v1.13 machinery.
 #[test]
 fn v1_13_configs_pass_talos_v1_13() {
     let release = peers::peers().talos_release_of_minor("v1.13").to_owned();

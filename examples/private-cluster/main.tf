@@ -55,9 +55,9 @@ variable "update_timeout" {
 }
 
 variable "config_delivery" {
-  description = "\"user_data\" (configs in the servers' user data) or \"apply\" (applied over the Talos API in maintenance mode)."
+  description = "null for hct's default, \"apply\" (configs applied over the Talos API in maintenance mode; user data stays empty), or \"user_data\" (opt-in: configs, secrets included, in the servers' user data, which every pod can read from Hetzner's metadata service)."
   type        = string
-  default     = "user_data"
+  default     = null
 }
 
 variable "machine_secrets" {

@@ -121,6 +121,7 @@ pub fn parse(
                     probability: None,
                     count: None,
                     latency_ms: Some(latency.as_millis() as u64),
+                    after_handling: false,
                 }));
             }
             "--error-rate" => {
@@ -134,6 +135,7 @@ pub fn parse(
                     probability: Some(p),
                     count: None,
                     latency_ms: None,
+                    after_handling: false,
                 }));
             }
             "--fault-seed" => {

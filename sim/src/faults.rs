@@ -169,6 +169,11 @@ pub struct RouteFault {
     pub count: Option<u32>,
     #[serde(default)]
     pub latency_ms: Option<u64>,
+    /// The request is carried out, and then its answer is lost: the client
+    /// gets `respond` instead, as from a proxy that timed out while the API
+    /// did the work. A client that retries then meets what it did.
+    #[serde(default)]
+    pub after_handling: bool,
 }
 
 fn any_route() -> String {
@@ -212,6 +217,8 @@ impl FaultSpec {
 pub struct Verdict {
     pub latency: Duration,
     pub failure: Option<ApiError>,
+    /// The failure replaces the answer of a request that was carried out.
+    pub after_handling: bool,
 }
 
 #[derive(Debug)]
@@ -258,6 +265,7 @@ impl RouteFaults {
             }
             if let Some(respond) = &rule.respond {
                 verdict.failure = Some(respond.to_error());
+                verdict.after_handling = rule.after_handling;
             }
             if let Some(n) = &mut rule.count {
                 *n = n.saturating_sub(1);

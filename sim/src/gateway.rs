@@ -89,6 +89,10 @@ async fn guarded(sim: &AppState, route: &str, request: Request, next: Next) -> R
         tokio::time::sleep(verdict.latency).await;
     }
     let mut response = match verdict.failure {
+        Some(failure) if verdict.after_handling => {
+            let _lost = next.run(request).await;
+            failure.into_response()
+        }
         Some(failure) => failure.into_response(),
         None => next.run(request).await,
     };

@@ -116,7 +116,7 @@ impl Group<'_> {
                 // config made for it.
                 upgrade::to_release(self, &node).await?;
                 info!(node = %node.name, "machine config changed; applying it");
-                self.apply_config(d, node.ip).await?;
+                self.apply_config(d, node.ip, Contact::Known).await?;
             }
         }
         self.remove_spare_placement_groups(
@@ -184,17 +184,23 @@ impl Group<'_> {
                 d.slot.name
             )))?;
         if needs_apply {
-            self.apply_config(d, d.slot.ip).await?;
+            self.apply_config(d, d.slot.ip, Contact::First).await?;
         }
         Ok(d.slot.name.clone())
     }
 
     /// Gives the node its config: over mTLS when it is configured (Talos
     /// applies without reboot where it can), in maintenance mode otherwise.
-    async fn apply_config(&self, d: &Desired, ip: Ipv4Addr) -> Result<(), ClusterError> {
+    async fn apply_config(
+        &self,
+        d: &Desired,
+        ip: Ipv4Addr,
+        contact: Contact,
+    ) -> Result<(), ClusterError> {
         let address = self.address(ip);
         let config = d.config.as_str().as_bytes();
-        wait::until(self.deadline, &d.slot.name, "applying the machine config", || {
+        let step = "applying the machine config";
+        let attempt = || {
             let address = address.clone();
             async move {
                 match TalosClient::connect(&address, self.trust).await {
@@ -214,11 +220,22 @@ impl Group<'_> {
                 info!(node = %d.slot.name, "machine config applied in maintenance mode; installing");
                 Ok(())
             }
-        })
-        .await?;
+        };
+        match contact {
+            Contact::First => wait::first_answer(self.deadline, &d.slot.name, step, attempt).await,
+            Contact::Known => wait::until(self.deadline, &d.slot.name, step, attempt).await,
+        }?;
         self.recorder.update(&d.slot.name, |node| {
             node.config_sha256 = Some(d.sha256.clone())
         });
         Ok(())
     }
+}
+
+/// Whether a node is expected to answer for the first time (a server just
+/// created or adopted) or has answered before (a re-apply).
+#[derive(Clone, Copy)]
+enum Contact {
+    First,
+    Known,
 }

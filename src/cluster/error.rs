@@ -29,6 +29,10 @@ pub enum ClusterError {
         waited: Duration,
         timeout: Duration,
         last: String,
+        /// The wait for a node's first answer (see [`wait::first_answer`]).
+        ///
+        /// [`wait::first_answer`]: super::wait::first_answer
+        first_answer: bool,
     },
     #[error("stopped by Terraform (Ctrl-C) while {step}")]
     Stopped { step: String },
@@ -71,6 +75,31 @@ impl ClusterError {
         match self {
             ClusterError::Hcloud { doing, source } => source.to_diagnostic(doing),
             ClusterError::Talos(error) => error.to_diagnostic("talking to a node"),
+            ClusterError::Timeout {
+                node,
+                first_answer: true,
+                ..
+            } => Diagnostic::error(
+                format!("Timed out waiting for {node}"),
+                format!(
+                    "{self}.\n\nThe node's server exists and is recorded in state. A new \
+                     private-only node that never answers has one of two likely causes:\n\
+                     1. Talos cannot reach Hetzner's metadata service ({metadata}) over the \
+                     private network. Talos then neither configures itself nor enters \
+                     maintenance mode: it retries for ever, as the server's console in the \
+                     Hetzner Console shows. Check that the server is attached to the network \
+                     and that nothing (a firewall, a route of your own) diverts {metadata}.\n\
+                     2. No egress: Talos pulls its installer and images from the internet, \
+                     through the network's route 0.0.0.0/0. Check that the route exists \
+                     (`hcloud network describe`) and that its gateway, the NAT box, forwards \
+                     and masquerades (`sysctl net.ipv4.ip_forward` is 1, an iptables \
+                     MASQUERADE rule for the network's range).\n\
+                     Also check that talos_proxy reaches the private network. Raise the \
+                     timeout with a `timeouts` block if the nodes are just slow; rerun apply \
+                     to continue.",
+                    metadata = crate::network_plan::HETZNER_METADATA,
+                ),
+            ),
             ClusterError::Timeout { node, .. } => Diagnostic::error(
                 format!("Timed out waiting for {node}"),
                 format!(

@@ -21,22 +21,38 @@ use crate::talos::{MachineConfig, NodeConfigInput, Role, Secrets};
 const API_CERTIFICATE_VALIDITY: Duration = Duration::from_secs(6 * 3600);
 
 /// How a node gets its machine config.
+///
+/// A machine config holds secrets (a control plane's: every CA key, the
+/// service-account key, the secretbox secret; a worker's: the join tokens),
+/// and Hetzner's metadata service hands a server's user data to any process
+/// on it that asks, pods included. So the default keeps configs out of user
+/// data (docs/guides/security.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfigDelivery {
-    /// In the server's user data: Talos reads it on first boot.
+    /// In the server's user data: Talos reads it on first boot. Opt-in: the
+    /// secrets stay readable from the metadata service for the server's life.
     UserData,
     /// Applied over the Talos API while the node is in maintenance mode
-    /// (keeps the config out of Hetzner's metadata service).
+    /// (its user data is empty, so Talos waits for a config there).
     Apply,
 }
 
 impl ConfigDelivery {
+    pub const DEFAULT: Self = Self::Apply;
+
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "user_data" => Some(Self::UserData),
             "apply" => Some(Self::Apply),
             _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UserData => "user_data",
+            Self::Apply => "apply",
         }
     }
 }

@@ -98,6 +98,7 @@ where
                         waited: started.elapsed(),
                         timeout: deadline.timeout,
                         last: why,
+                        first_answer: false,
                     });
                 }
                 info!(
@@ -110,6 +111,40 @@ where
         }
     }
     unreachable!("the loop returns")
+}
+
+/// [`until`] for a wait on a node's first answer after its server was
+/// created: its timeout names the likely causes (no metadata, no egress).
+pub async fn first_answer<T, F, Fut>(
+    deadline: &Deadline,
+    node: &str,
+    step: &str,
+    attempt: F,
+) -> Result<T, ClusterError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Retry>>,
+{
+    until(deadline, node, step, attempt)
+        .await
+        .map_err(|error| match error {
+            ClusterError::Timeout {
+                node,
+                step,
+                waited,
+                timeout,
+                last,
+                ..
+            } => ClusterError::Timeout {
+                node,
+                step,
+                waited,
+                timeout,
+                last,
+                first_answer: true,
+            },
+            other => other,
+        })
 }
 
 /// What a failed attempt means for the wait.

@@ -185,6 +185,25 @@ impl Client {
         Ok(envelope.action)
     }
 
+    /// Confirms that `server` is attached to `spec`'s network at its IP
+    /// (after Hetzner answered `server_already_attached`).
+    async fn attached_at(&self, server: i64, spec: &PrivateServer) -> Result<(), HcloudError> {
+        let found = self.server(server).await?;
+        match found.as_ref().and_then(|s| s.private_ip(spec.network)) {
+            Some(ip) if ip == spec.ip => Ok(()),
+            other => Err(HcloudError::Decode {
+                context: spec.name.clone(),
+                reason: format!(
+                    "Hetzner says the server is already attached to network {}, but it is at \
+                     {}, not at the planned {}; delete the server and apply again",
+                    spec.network,
+                    other.map_or_else(|| "no address".to_owned(), |ip| ip.to_string()),
+                    spec.ip
+                ),
+            }),
+        }
+    }
+
     pub async fn attach_to_network(
         &self,
         server: i64,
@@ -376,11 +395,26 @@ impl Client {
                 });
             }
             None => {
-                let action = self
+                match self
                     .attach_to_network(server.id, spec.network, &spec.ip.to_string())
-                    .await?;
-                self.wait_for_actions(vec![action], &what("attaching to the network"), left())
-                    .await?;
+                    .await
+                {
+                    Ok(action) => {
+                        self.wait_for_actions(
+                            vec![action],
+                            &what("attaching to the network"),
+                            left(),
+                        )
+                        .await?;
+                    }
+                    // A retry after an answer was lost: the first attempt
+                    // attached it. Fine if it is at the planned IP (as
+                    // Hetzner's own Terraform provider takes this answer).
+                    Err(HcloudError::Api(error)) if error.code == "server_already_attached" => {
+                        self.attached_at(server.id, spec).await?;
+                    }
+                    Err(other) => return Err(other),
+                }
                 server.private_net.push(PrivateNet {
                     network: spec.network,
                     ip: spec.ip.to_string(),

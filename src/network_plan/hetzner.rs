@@ -15,6 +15,15 @@ pub const MAX_SERVERS_PER_PLACEMENT_GROUP: u32 = 10;
 /// Hetzner's smallest network is a /24.
 pub(crate) const LONGEST_NETWORK_PREFIX: u8 = 24;
 
+/// The MTU of a server's private-network interface. Hetzner documents 1450
+/// for private interfaces (1500 on public ones; "Networks: technical
+/// concepts / architecture"); hct sets it rather than leave it to DHCP.
+pub const PRIVATE_NETWORK_MTU: u16 = 1450;
+
+/// Hetzner's metadata service, on every server: it answers any process there
+/// without authentication, pods included (their traffic leaves as the node's).
+pub const HETZNER_METADATA: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
+
 /// The gateway of every server's public interface. Hetzner refuses routes
 /// that cover it, so the pod CIDR (carried by routes) must not.
 pub(crate) const PUBLIC_GATEWAY: Ipv4Addr = Ipv4Addr::new(172, 31, 1, 1);

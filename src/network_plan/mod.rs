@@ -32,7 +32,10 @@ mod values;
 #[cfg(test)]
 mod tests;
 
-pub use hetzner::{MAX_SERVERS_PER_NETWORK, MAX_SERVERS_PER_PLACEMENT_GROUP, placement_groups_for};
+pub use hetzner::{
+    HETZNER_METADATA, MAX_SERVERS_PER_NETWORK, MAX_SERVERS_PER_PLACEMENT_GROUP,
+    PRIVATE_NETWORK_MTU, placement_groups_for,
+};
 pub use input::{NetworkPlanInput, NodeGroupInput};
 pub use names::{CONTROL_PLANE_GROUP, KUBE_API_PORT};
 pub use plan::{NetworkPlan, NodeGroup};

@@ -275,7 +275,7 @@ fn helm_values() {
             "routingMode": "native",
             "ipv4NativeRoutingCIDR": "10.0.224.0/19",
             "autoDirectNodeRoutes": true,
-            "directRoutingSkipUnreachable": false,
+            "directRoutingSkipUnreachable": true,
             "kubeProxyReplacement": true,
             "ipam": {"mode": "kubernetes"},
             "k8sServiceHost": "localhost",
@@ -292,9 +292,21 @@ fn helm_values() {
         json!({"networking": {"enabled": true, "clusterCIDR": "10.0.224.0/19"}})
     );
 
+    // Layer 3 in one location as between several: the same values.
     input.multi_datacenter = Some(true);
-    let values = plan_of(&input).cilium_values();
-    assert_eq!(values["directRoutingSkipUnreachable"], json!(true));
+    assert_eq!(plan_of(&input).cilium_values(), plan.cilium_values());
+
+    let policy = plan.cilium_metadata_policy();
+    assert_eq!(policy["kind"], json!("CiliumClusterwideNetworkPolicy"));
+    assert_eq!(policy["spec"]["endpointSelector"], json!({}));
+    assert_eq!(
+        policy["spec"]["egressDeny"],
+        json!([{"toCIDR": ["169.254.169.254/32"]}])
+    );
+    assert_eq!(
+        policy["spec"]["enableDefaultDeny"],
+        json!({"egress": false, "ingress": false})
+    );
 }
 
 /// One row per rule: the change to the reference layout, where the error

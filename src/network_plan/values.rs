@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::NetworkPlan;
+use super::hetzner::HETZNER_METADATA;
 
 /// KubePrism: Talos's node-local load balancer for the Kubernetes API. Cilium
 /// replaces kube-proxy, so it must reach the API without a service IP.
@@ -35,11 +36,17 @@ impl NetworkPlan {
             // The pod CIDR only: traffic to anything else, nodes included, is
             // masqueraded, which Hetzner's anti-spoofing requires.
             "ipv4NativeRoutingCIDR": self.native_routing_cidr().to_string(),
+            // Hetzner documents cloud subnets as layer 3: every packet goes
+            // through the network's gateway, and a server's lease is a /32
+            // with an on-link route to the gateway only ("Networks:
+            // technical concepts / architecture"). Direct routes to other
+            // nodes are then unreachable and skipped, and pod traffic follows
+            // the routes the cloud controller manager adds to the network.
+            // Were nodes ever on one link (a vSwitch subnet is layer 2), the
+            // direct routes would be used: right in both cases, in one
+            // location or several.
             "autoDirectNodeRoutes": true,
-            // Between datacenters the network is L3 only: Cilium skips the
-            // direct routes it cannot install there and pod traffic follows
-            // the Hetzner routes instead.
-            "directRoutingSkipUnreachable": self.multi_datacenter(),
+            "directRoutingSkipUnreachable": true,
             "kubeProxyReplacement": true,
             // Pod ranges come from Kubernetes (node.spec.podCIDR), the same
             // ranges the Hetzner cloud controller manager routes.
@@ -56,6 +63,26 @@ impl NetworkPlan {
                     "ciliumAgent": CILIUM_AGENT_CAPABILITIES,
                     "cleanCiliumState": CILIUM_CLEAN_STATE_CAPABILITIES,
                 },
+            },
+        })
+    }
+
+    /// A Cilium cluster-wide policy that keeps every pod from Hetzner's
+    /// metadata service (which serves user data, and so a config delivered
+    /// as `user_data`). It selects Cilium endpoints only: host-network pods
+    /// such as the Hetzner CCM and CSI node plugin, which read metadata, are
+    /// not endpoints and keep it. Deny rules only, with default deny off, so
+    /// the policy allows everything else as before.
+    pub fn cilium_metadata_policy(&self) -> Value {
+        json!({
+            "apiVersion": "cilium.io/v2",
+            "kind": "CiliumClusterwideNetworkPolicy",
+            "metadata": { "name": "block-hetzner-metadata" },
+            "spec": {
+                "description": "Pods may not read Hetzner's metadata service (server user data).",
+                "endpointSelector": {},
+                "enableDefaultDeny": { "egress": false, "ingress": false },
+                "egressDeny": [{ "toCIDR": [format!("{HETZNER_METADATA}/32")] }],
             },
         })
     }

@@ -84,8 +84,10 @@ impl DataSource for NetworkPlanDataSource {
              gateway silently drops packets from addresses it did not assign.",
         ))
         .attribute(Attribute::optional_computed("multi_datacenter", Type::Bool).description(
-            "Whether the nodes span several Hetzner network zones or locations. Traffic between \
-             locations is routed (L3), so Cilium must skip unreachable direct routes. Default: `false`.",
+            "Whether the nodes span several Hetzner locations. Then the pod CIDR must lie inside \
+             the network, whose routes carry pod traffic between locations. (Cilium skips \
+             unreachable direct routes in every layout: cloud subnets are routed, layer 3.) \
+             Default: `false`.",
         ))
         .attribute(Attribute::computed("id", Type::String).description("A stable hash of the inputs."))
         .attribute(Attribute::computed("gateway", Type::String).description(
@@ -120,6 +122,12 @@ impl DataSource for NetworkPlanDataSource {
         .attribute(Attribute::computed("cilium_values", Type::String).description(
             "Helm values (JSON) for Cilium in native routing mode, consistent with this plan \
              and with Talos (KubePrism on `localhost:7445`, no kube-proxy).",
+        ))
+        .attribute(Attribute::computed("cilium_metadata_policy", Type::String).description(
+            "A CiliumClusterwideNetworkPolicy (JSON manifest) that keeps every pod from \
+             Hetzner's metadata service at 169.254.169.254; host-network components (the \
+             Hetzner CCM and CSI) keep it. Needed where configs are delivered as user data \
+             (`config_delivery = \"user_data\"`); harmless otherwise.",
         ))
         .attribute(Attribute::computed("hccm_values", Type::String).description(
             "Helm values (JSON) for the Hetzner cloud controller manager with networking \
@@ -271,6 +279,10 @@ fn state(config: &Value, plan: &NetworkPlan) -> Value {
     set(
         "cilium_values",
         Value::string(compact(&plan.cilium_values())),
+    );
+    set(
+        "cilium_metadata_policy",
+        Value::string(compact(&plan.cilium_metadata_policy())),
     );
     set("hccm_values", Value::string(compact(&plan.hccm_values())));
     set("json", Value::string(compact(&plan.to_json())));

@@ -6,6 +6,8 @@
 //! missing peer is never a reason to skip.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod talos_check;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

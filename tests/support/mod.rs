@@ -8,6 +8,7 @@
 #![allow(dead_code)] // each test file uses a different part of this module
 
 pub mod plan;
+pub mod reference;
 pub mod sim;
 
 use std::io::{BufRead, BufReader};

@@ -128,16 +128,18 @@ pub fn validate(config: &Value) -> Diagnostics {
             .at(attr("install_disk")),
         );
     }
-    if let Some(delivery) = config.get("config_delivery").as_str()
-        && ConfigDelivery::parse(delivery).is_none()
-    {
-        found.push(
-            Diagnostic::error(
-                "Invalid config_delivery",
-                format!("{delivery:?}: use \"user_data\" or \"apply\"."),
-            )
-            .at(attr("config_delivery")),
-        );
+    if let Some(delivery) = config.get("config_delivery").as_str() {
+        match ConfigDelivery::parse(delivery) {
+            None => found.push(
+                Diagnostic::error(
+                    "Invalid config_delivery",
+                    format!("{delivery:?}: use \"apply\" (the default) or \"user_data\"."),
+                )
+                .at(attr("config_delivery")),
+            ),
+            Some(ConfigDelivery::UserData) => found.push(user_data_warning()),
+            Some(ConfigDelivery::Apply) => {}
+        }
     }
     if let Some(location) = config.get("control_plane").get("location").as_str() {
         let (_, warning) = preflight::location(location, control_plane_attr("location"));
@@ -247,7 +249,7 @@ pub fn settings(value: &Value, secrets: Secrets) -> Result<ClusterSettings, Diag
             .get("config_delivery")
             .as_str()
             .and_then(ConfigDelivery::parse)
-            .unwrap_or(ConfigDelivery::UserData),
+            .unwrap_or(ConfigDelivery::DEFAULT),
         ssh_key_ids: value
             .get("ssh_key_ids")
             .as_list()
@@ -284,4 +286,25 @@ pub fn control_plane_group(value: &Value) -> GroupSpec {
             ..NodeTraits::default()
         },
     )
+}
+
+/// `config_delivery = "user_data"`: what it exposes, to whom, and the ways out.
+fn user_data_warning() -> Diagnostic {
+    Diagnostic::warning(
+        "Machine configs in Hetzner user data: readable by every pod",
+        format!(
+            "With config_delivery = \"user_data\" each node's machine config stays in its \
+             server's user data, which Hetzner's metadata service \
+             (http://{}/hetzner/v1/userdata) hands to any process on the server without \
+             authentication, pods included: on control planes every CA key, the \
+             service-account key and the secretbox secret; on workers the join tokens. \
+             Remove config_delivery (the default, \"apply\", applies configs in maintenance \
+             mode and leaves user data empty), or block pods from the metadata service: \
+             hct_network_plan's cilium_metadata_policy is a Cilium policy that does, while \
+             host-network components (the Hetzner CCM and CSI) keep it. Servers created this \
+             way keep their user data until they are replaced.",
+            crate::network_plan::HETZNER_METADATA
+        ),
+    )
+    .at(attr("config_delivery"))
 }

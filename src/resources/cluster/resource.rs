@@ -11,7 +11,7 @@ use tracing::info;
 
 use super::model::{self, attr, control_plane_attr};
 use super::schema;
-use crate::cluster::settings::ClusterSettings;
+use crate::cluster::settings::{ClusterSettings, ConfigDelivery};
 use crate::cluster::wait::Deadline;
 use crate::cluster::{NodeRecord, naming, slots, teardown};
 use crate::network_plan::CONTROL_PLANE_GROUP;
@@ -292,7 +292,11 @@ fn fill_defaults(planned: &mut Value, prior: &Value) {
         Some(crate::talos::config::DEFAULT_INSTALL_DISK.into()),
         planned,
     );
-    default("config_delivery", Some("user_data".into()), planned);
+    default(
+        "config_delivery",
+        Some(ConfigDelivery::DEFAULT.as_str().into()),
+        planned,
+    );
     default(
         "machine_secrets",
         prior.get("machine_secrets").as_str().map(str::to_string),

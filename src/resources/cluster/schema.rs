@@ -83,9 +83,11 @@ pub fn schema() -> Schema {
          to the control-plane configs.",
     ))
     .attribute(Attribute::optional_computed("config_delivery", Type::String).description(
-        "`user_data` (default: the config is in the server's user data, read at first boot) or \
-         `apply` (applied over the Talos API in maintenance mode; keeps secrets out of Hetzner's \
-         metadata).",
+        "`apply` (default: each config is applied over the Talos API while the new node waits \
+         in maintenance mode; user data stays empty) or `user_data` (the config is in the \
+         server's user data, read at first boot: Hetzner's metadata service then serves every \
+         secret in it to any process on the server, pods included, so the plan warns). Applies \
+         to servers created from then on. See docs/guides/security.md.",
     ))
     .attribute(Attribute::optional("ssh_key_ids", Type::list(Type::Number)).description(
         "Hetzner SSH keys to register on new servers. Talos has no SSH; without a key Hetzner \

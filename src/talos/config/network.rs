@@ -4,6 +4,13 @@
 //! the Hetzner server name so the cloud controller manager finds the node.
 //! Other interfaces get no config.
 //!
+//! Hetzner cloud subnets are layer 3: a server's lease is a /32 and the
+//! gateway is reachable only through an on-link host route, which DHCP
+//! installs. A route via the gateway needs that host route first, so the
+//! config carries it too (link scope, no gateway): the default route then
+//! holds whatever order DHCP and the static routes come up in. The
+//! interface's MTU is Hetzner's documented 1450, not left to DHCP.
+//!
 //! - Talos v1.11: `machine.network.{hostname,interfaces}` in the v1alpha1
 //!   document.
 //! - Talos v1.12: those fields left the v1alpha1 schema; Talos 1.12 uses
@@ -20,7 +27,7 @@ use std::net::Ipv4Addr;
 use serde_json::{Value, json};
 
 use super::input::Node;
-use crate::network_plan::NetworkPlan;
+use crate::network_plan::{NetworkPlan, PRIVATE_NETWORK_MTU};
 
 /// `machine.network` in the v1alpha1 document (up to v1.12).
 pub(crate) fn machine_network(node: &Node, plan: &NetworkPlan) -> Value {
@@ -31,7 +38,11 @@ pub(crate) fn machine_network(node: &Node, plan: &NetworkPlan) -> Value {
         "hostname": node.hostname,
         "interfaces": [{
             "interface": node.interface,
-            "routes": [default_route_v1alpha1(plan.gateway())],
+            "mtu": PRIVATE_NETWORK_MTU,
+            "routes": [
+                gateway_route_v1alpha1(plan.gateway()),
+                default_route_v1alpha1(plan.gateway()),
+            ],
             "dhcp": true,
         }],
     })
@@ -52,7 +63,8 @@ pub(crate) fn documents(node: &Node, plan: &NetworkPlan) -> Vec<Value> {
             "apiVersion": "v1alpha1",
             "kind": "LinkConfig",
             "name": node.interface,
-            "routes": [default_route(plan.gateway())],
+            "mtu": PRIVATE_NETWORK_MTU,
+            "routes": [gateway_route(plan.gateway()), default_route(plan.gateway())],
         }),
         json!({
             "apiVersion": "v1alpha1",
@@ -60,6 +72,17 @@ pub(crate) fn documents(node: &Node, plan: &NetworkPlan) -> Vec<Value> {
             "name": node.interface,
         }),
     ]
+}
+
+/// The on-link host route to the gateway, v1alpha1 form (no gateway: link
+/// scope).
+fn gateway_route_v1alpha1(gateway: Ipv4Addr) -> Value {
+    json!({"network": format!("{gateway}/32")})
+}
+
+/// The on-link host route to the gateway, `LinkConfig` form.
+fn gateway_route(gateway: Ipv4Addr) -> Value {
+    json!({"destination": format!("{gateway}/32")})
 }
 
 /// The default route, v1alpha1 form: `network: 0.0.0.0/0`.

@@ -151,7 +151,10 @@ fn v1_12_control_plane_carries_the_plan() {
     );
     assert_eq!(
         document(&docs, "LinkConfig"),
-        &json!({"apiVersion": "v1alpha1", "kind": "LinkConfig", "name": "eth0", "routes": [{"gateway": "10.0.0.1"}]})
+        &json!({
+            "apiVersion": "v1alpha1", "kind": "LinkConfig", "name": "eth0", "mtu": 1450,
+            "routes": [{"destination": "10.0.0.1/32"}, {"gateway": "10.0.0.1"}],
+        })
     );
     assert_eq!(
         document(&docs, "DHCPv4Config"),
@@ -170,7 +173,11 @@ fn v1_11_control_plane_uses_the_inline_network_fields() {
             "hostname": "demo-cp-1",
             "interfaces": [{
                 "interface": "eth0",
-                "routes": [{"network": "0.0.0.0/0", "gateway": "10.0.0.1"}],
+                "mtu": 1450,
+                "routes": [
+                    {"network": "10.0.0.1/32"},
+                    {"network": "0.0.0.0/0", "gateway": "10.0.0.1"},
+                ],
                 "dhcp": true,
             }],
         })

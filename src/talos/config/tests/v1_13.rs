@@ -30,7 +30,7 @@ fn v1_13_is_v1_12_without_machine_network() {
         );
         assert_eq!(
             document(&v1_13, "LinkConfig")["routes"],
-            json!([{"gateway": "10.0.0.1"}])
+            json!([{"destination": "10.0.0.1/32"}, {"gateway": "10.0.0.1"}])
         );
         assert_eq!(document(&v1_13, "HostnameConfig")["hostname"], "demo-cp-1");
         v1_12[0]["machine"]
