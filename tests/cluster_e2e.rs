@@ -200,6 +200,8 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
                     "{} is in no placement group",
                     server.name
                 );
+                // The default delivery: configs applied in maintenance mode.
+                assert!(server.user_data.is_none(), "{} has user data", server.name);
             }
         });
         // cp, platform and general: one spread group each.
@@ -278,7 +280,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         }
         let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "plan after re-applying\n{out}");
-        assert_eq!(assert_talos_accepts_applied_configs(&sim), 7);
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 8);
 
         // Import a pool back into state.
         let address = "hct_worker_pool.this[\"platform\"]";
@@ -436,7 +438,27 @@ async fn a_node_that_never_comes_up_times_out_naming_it() {
             "{out}"
         );
         assert!(words.contains("No egress"), "{out}");
-        // A plan meanwhile cannot read that node's config back, and says so.
+        // It never got its config, and the state says so.
+        let cp = &resource_values(&ws, "hct_cluster.this")["control_plane_nodes"];
+        let cp_2 = cp
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == "noreturn-cp-2")
+            .unwrap_or_else(|| panic!("noreturn-cp-2 is not in state: {cp}"));
+        assert!(cp_2["config_sha256"].is_null(), "{cp_2}");
+        // The servers are in state; once the node answers, untaint and continue.
+        sim.clear_faults();
+        ws.terraform(&["untaint", "hct_cluster.this"])
+            .expect_success("untaint");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("continue");
+        assert_eq!(server_names(&sim), expected_names(3));
+
+        // A plan that cannot reach a node cannot read its config back, and says so.
+        sim.add_fault(
+            FaultSpec::parse(r#"{"talos": "unreachable", "server": "noreturn-cp-2"}"#).unwrap(),
+        );
         let out = ws
             .terraform(&["plan"])
             .expect_success("plan with a node unreachable");
@@ -446,13 +468,6 @@ async fn a_node_that_never_comes_up_times_out_naming_it() {
             words.contains("noreturn-cp-2 (10.0.128.18: cannot reach the Talos API"),
             "{out}"
         );
-        // The servers are in state; once the node answers, untaint and continue.
-        sim.clear_faults();
-        ws.terraform(&["untaint", "hct_cluster.this"])
-            .expect_success("untaint");
-        ws.terraform(&["apply", "-auto-approve"])
-            .expect_success("continue");
-        assert_eq!(server_names(&sim), expected_names(3));
     });
 }
 
@@ -593,20 +608,25 @@ async fn client_configs_in_their_last_month_are_issued_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn configs_applied_in_maintenance_mode_keep_user_data_empty() {
+async fn configs_delivered_as_user_data_come_up_too() {
     let sim = sim().await;
     let ws = workspace(&sim);
+    let opt_in = ["-var", "config_delivery=user_data"];
     tokio::task::block_in_place(|| {
-        ws.terraform(&["apply", "-auto-approve", "-var", "config_delivery=apply"])
-            .expect_success("apply with config_delivery = apply");
+        ws.terraform(&[&["apply", "-auto-approve"], &opt_in[..]].concat())
+            .expect_success("apply with config_delivery = user_data");
         assert_eq!(server_names(&sim), expected_names(3));
         sim.inspect(|w| {
             for server in w.servers.values() {
-                assert!(server.user_data.is_none(), "{} has user data", server.name);
+                assert!(
+                    server.user_data.is_some(),
+                    "{} has no user data",
+                    server.name
+                );
             }
         });
         assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
-        let (code, out) = plan_exit_code(&ws, &["-var", "config_delivery=apply"]);
+        let (code, out) = plan_exit_code(&ws, &opt_in);
         assert_eq!(code, 0, "{out}");
     });
 }
