@@ -13,11 +13,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use hct_sim::SimHandle;
 use serde_json::Value;
-use support::Workspace;
-
-const EXAMPLE: &str = include_str!("../examples/private-cluster/main.tf");
+use support::reference::{state_attribute, workspace};
 
 /// A proxy nothing listens on, for `HTTPS_PROXY`: a kubectl that ignored
 /// `proxy-url` fails there instead of reaching for the private network.
@@ -36,36 +33,6 @@ fn kubectl() -> PathBuf {
         return path;
     }
     peers::peers().path("KUBECTL")
-}
-
-/// The example cluster's workspace on `sim`, as tests/cluster_e2e.rs has it.
-fn workspace(sim: &SimHandle) -> Workspace {
-    let mut ws = Workspace::dev_override(&[("main.tf", EXAMPLE)]);
-    ws.write(
-        "network.auto.tfvars",
-        &format!("network_id = {}\n", support::sim::seeded_network(sim)),
-    );
-    ws.env("HCLOUD_ENDPOINT", sim.endpoint())
-        .env("HCLOUD_TOKEN", sim.token())
-        .env("HCT_TALOS_PROXY", sim.proxy_url())
-        .env("HCT_POLL_INTERVAL", "50ms");
-    ws
-}
-
-/// An attribute of `hct_cluster.this` in state.
-fn cluster_attribute(ws: &Workspace, name: &str) -> String {
-    let out = ws
-        .terraform(&["show", "-json"])
-        .expect_success("show -json");
-    let state: Value = serde_json::from_str(&out.stdout).unwrap();
-    state["values"]["root_module"]["resources"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|r| r["address"] == "hct_cluster.this")
-        .and_then(|r| r["values"][name].as_str())
-        .unwrap_or_else(|| panic!("hct_cluster.this.{name} not in state"))
-        .to_string()
 }
 
 /// `kubeconfig` with its cluster's `server` set to `server` and a
@@ -141,7 +108,7 @@ async fn kubectl_reaches_every_control_plane_through_the_proxy() {
         let outputs = ws.outputs();
         let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap().to_string();
         let endpoint = outputs["endpoint"]["value"].as_str().unwrap().to_string();
-        let kubernetes = cluster_attribute(&ws, "kubernetes_version");
+        let kubernetes = state_attribute(&ws, "hct_cluster.this", "kubernetes_version");
         let mut servers = vec![endpoint];
         for node in outputs["control_plane_nodes"]["value"].as_array().unwrap() {
             servers.push(format!("https://{}:6443", node["ip"].as_str().unwrap()));

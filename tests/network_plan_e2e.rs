@@ -80,7 +80,7 @@ fn example_applies_with_exactly_the_expected_outputs() {
     assert_eq!(cilium["routingMode"], json!("native"));
     assert_eq!(cilium["ipv4NativeRoutingCIDR"], json!("10.0.224.0/19"));
     assert_eq!(cilium["autoDirectNodeRoutes"], json!(true));
-    assert_eq!(cilium["directRoutingSkipUnreachable"], json!(false));
+    assert_eq!(cilium["directRoutingSkipUnreachable"], json!(true));
     assert_eq!(cilium["kubeProxyReplacement"], json!(true));
     assert_eq!(cilium["ipam"]["mode"], json!("kubernetes"));
     assert_eq!(cilium["k8sServiceHost"], json!("localhost"));
@@ -88,6 +88,12 @@ fn example_applies_with_exactly_the_expected_outputs() {
     assert_eq!(
         value("hccm_values"),
         json!({"networking": {"enabled": true, "clusterCIDR": "10.0.224.0/19"}})
+    );
+    let policy = value("cilium_metadata_policy");
+    assert_eq!(policy["kind"], json!("CiliumClusterwideNetworkPolicy"));
+    assert_eq!(
+        policy["spec"]["egressDeny"],
+        json!([{"toCIDR": ["169.254.169.254/32"]}])
     );
 
     // A second plan is empty, and the pod-CIDR check stops a plan that asks too much.

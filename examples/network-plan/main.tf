@@ -68,6 +68,12 @@ output "cilium_values" {
   value = jsondecode(data.hct_network_plan.this.cilium_values)
 }
 
+# Keeps pods away from Hetzner's metadata service; apply it after Cilium
+# (see docs/guides/security.md).
+output "cilium_metadata_policy" {
+  value = jsondecode(data.hct_network_plan.this.cilium_metadata_policy)
+}
+
 output "hccm_values" {
   value = jsondecode(data.hct_network_plan.this.hccm_values)
 }
