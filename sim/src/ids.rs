@@ -14,6 +14,7 @@ pub enum ResourceKind {
     Image,
     PlacementGroup,
     SshKey,
+    Firewall,
 }
 
 impl ResourceKind {
@@ -24,6 +25,7 @@ impl ResourceKind {
             Self::Image => "image",
             Self::PlacementGroup => "placement_group",
             Self::SshKey => "ssh_key",
+            Self::Firewall => "firewall",
         }
     }
 }
@@ -59,6 +61,13 @@ impl ResourceRef {
     pub fn placement_group(id: Id) -> Self {
         Self {
             kind: ResourceKind::PlacementGroup,
+            id,
+        }
+    }
+
+    pub fn firewall(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::Firewall,
             id,
         }
     }

@@ -101,6 +101,10 @@ fn server_spec(body: &mut Body) -> ServerSpec {
     spec.ssh_keys = body.ids_or_names("ssh_keys");
     spec.networks = body.ids("networks");
     spec.placement_group = body.id("placement_group");
+    for mut item in body.nested_list("firewalls") {
+        spec.firewalls.push(item.required_id("firewall"));
+        body.absorb(item);
+    }
     spec.labels = body.labels("labels").unwrap_or_default();
     spec.user_data = body.str("user_data");
     spec.start_after_create = body.bool("start_after_create").unwrap_or(true);
@@ -119,10 +123,8 @@ fn server_spec(body: &mut Body) -> ServerSpec {
 
 async fn create_server(State(sim): State<AppState>, mut body: Body) -> Result<Response, ApiError> {
     let spec = server_spec(&mut body);
-    for unsupported in ["volumes", "firewalls"] {
-        if !body.ids(unsupported).is_empty() {
-            return Err(ApiError::field(unsupported, "is not emulated by hct-sim"));
-        }
+    if !body.ids("volumes").is_empty() {
+        return Err(ApiError::field("volumes", "is not emulated by hct-sim"));
     }
     body.finish()?;
     let mut world = sim.world();

@@ -6,6 +6,7 @@
 //! `completions` sends every finished or failed action there.
 
 mod completions;
+pub mod firewalls;
 pub mod images;
 pub mod networks;
 pub mod placement_groups;

@@ -140,6 +140,11 @@ impl World {
                 format!("placement group {group} not found"),
             );
         }
+        for firewall in &spec.firewalls {
+            if self.firewall(*firewall).is_err() {
+                errors.push("firewalls", format!("firewall {firewall} not found"));
+            }
+        }
         for network in &spec.networks {
             if self.network(*network).is_err() {
                 errors.push("networks", format!("network {network} not found"));
@@ -153,6 +158,13 @@ impl World {
             ));
         };
         self.check_server_name(&spec.name, None)?;
+        if !spec.firewalls.is_empty() && !spec.enable_ipv4 && !spec.enable_ipv6 {
+            return Err(ApiError::operation(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "private_net_only_server",
+                "firewalls need a public interface (enable_ipv4 or enable_ipv6)",
+            ));
+        }
         if let Some(group) = spec.placement_group {
             self.ensure_room_in_group(group)?;
         }
@@ -223,6 +235,9 @@ impl World {
             now,
         );
         let mut next_actions = Vec::new();
+        for firewall in spec.firewalls {
+            next_actions.push(self.start_apply_firewall(firewall, id, now));
+        }
         if starts {
             let created_at = self.actions.get(&action).map(|a| a.finishes_at);
             let mut start = NewAction::on(
@@ -284,6 +299,7 @@ impl World {
         let Some(server) = self.servers.remove(&id) else {
             return;
         };
+        self.leave_firewalls(id);
         for p in server.private_net {
             self.emit(SimEvent::DetachedFromNetwork {
                 server: id,

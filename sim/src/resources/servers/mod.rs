@@ -171,6 +171,8 @@ pub struct ServerSpec {
     pub ssh_keys: Vec<String>,
     pub networks: Vec<Id>,
     pub placement_group: Option<Id>,
+    /// Firewalls to apply once the server exists.
+    pub firewalls: Vec<Id>,
     pub labels: Labels,
     pub user_data: Option<String>,
     pub start_after_create: bool,
@@ -188,6 +190,7 @@ impl ServerSpec {
             ssh_keys: Vec::new(),
             networks: Vec::new(),
             placement_group: None,
+            firewalls: Vec::new(),
             labels: Labels::new(),
             user_data: None,
             start_after_create: true,
