@@ -48,7 +48,7 @@ fn cluster_names() -> BTreeSet<String> {
 }
 
 /// What hcloud built: the network, its subnet and route, the NAT box with
-/// its public IPv4, firewall and cloud-init, attached at the plan's address.
+/// its Primary IPv4, firewall and cloud-init, attached at the plan's address.
 fn assert_network_and_nat(sim: &SimHandle, ws: &Workspace) {
     let outputs = ws.outputs();
     let network_id: i64 = outputs["network_id"]["value"]
@@ -91,6 +91,11 @@ fn assert_network_and_nat(sim: &SimHandle, ws: &Workspace) {
             .as_ref()
             .expect("the NAT box has a public IPv4");
         assert_eq!(ipv4.ip, nat_ipv4);
+        let primary = w.primary_ip(ipv4.id).expect("the NAT box's Primary IP");
+        assert_eq!(primary.name, "complete-nat");
+        assert_eq!(primary.assignee, Some(nat.id));
+        assert!(!primary.auto_delete, "the egress address outlives the box");
+        assert!(nat.public_ipv6.is_none(), "the NAT box has no IPv6");
         let ipv4: Ipv4Addr = ipv4.ip.parse().unwrap();
         assert_eq!(ipv4.octets()[..3], [203, 0, 113], "a documentation address");
         let attached: Vec<(i64, String)> = nat
@@ -210,6 +215,7 @@ async fn the_complete_example_builds_plans_clean_and_destroys() {
             // Only the sim's seeded network, which the example never used.
             assert_eq!(networks, ["the private network"]);
             assert!(w.firewalls.is_empty(), "firewalls left");
+            assert!(w.primary_ips.is_empty(), "Primary IPs left");
             assert!(w.placement_groups.is_empty(), "placement groups left");
             // keep_on_destroy: the Talos snapshots stay.
             assert!(

@@ -83,6 +83,16 @@ resource "hcloud_firewall" "nat" {
   }
 }
 
+# The cluster's egress address, kept when the NAT box is replaced (a new
+# user_data replaces it): allowlists elsewhere stay valid.
+resource "hcloud_primary_ip" "nat" {
+  name        = "${var.cluster_name}-nat"
+  type        = "ipv4"
+  location    = var.location
+  auto_delete = false
+  labels      = local.labels
+}
+
 resource "hcloud_server" "nat" {
   name         = "${var.cluster_name}-nat"
   server_type  = var.nat_server_type
@@ -94,7 +104,9 @@ resource "hcloud_server" "nat" {
 
   public_net {
     ipv4_enabled = true
-    ipv6_enabled = true
+    ipv4         = hcloud_primary_ip.nat.id
+    # The network is IPv4 only; nothing needs the box's IPv6.
+    ipv6_enabled = false
   }
 
   network {

@@ -4,7 +4,7 @@ output "network_id" {
 
 output "nat_public_ipv4" {
   description = "The NAT box's public address: the source address of the cluster's egress (allow it where the cluster pulls from or pushes to)."
-  value       = hcloud_server.nat.ipv4_address
+  value       = hcloud_primary_ip.nat.ip_address
 }
 
 output "nat_private_ip" {

@@ -15,6 +15,7 @@ pub enum ResourceKind {
     PlacementGroup,
     SshKey,
     Firewall,
+    PrimaryIp,
 }
 
 impl ResourceKind {
@@ -26,6 +27,7 @@ impl ResourceKind {
             Self::PlacementGroup => "placement_group",
             Self::SshKey => "ssh_key",
             Self::Firewall => "firewall",
+            Self::PrimaryIp => "primary_ip",
         }
     }
 }
@@ -68,6 +70,13 @@ impl ResourceRef {
     pub fn firewall(id: Id) -> Self {
         Self {
             kind: ResourceKind::Firewall,
+            id,
+        }
+    }
+
+    pub fn primary_ip(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::PrimaryIp,
             id,
         }
     }

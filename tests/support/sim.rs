@@ -15,7 +15,7 @@ pub async fn start() -> SimHandle {
 /// The seeded emulator with a token Hetzner's hcloud provider accepts (it
 /// refuses any token that is not 64 characters long, as Hetzner's are).
 pub async fn start_for_hcloud_provider() -> SimHandle {
-    let token: String = std::iter::repeat_with(|| fastrand::alphanumeric())
+    let token: String = std::iter::repeat_with(fastrand::alphanumeric)
         .take(64)
         .collect();
     Sim::start(SimOptions {

@@ -7,6 +7,7 @@ pub mod images;
 pub mod input;
 pub mod networks;
 pub mod placement_groups;
+pub mod primary_ips;
 pub mod query;
 pub mod servers;
 pub mod ssh_keys;
@@ -37,6 +38,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(ssh_keys::routes())
         .merge(placement_groups::routes())
         .merge(firewalls::routes())
+        .merge(primary_ips::routes())
         .merge(catalog::routes())
         .merge(actions::routes())
         .merge(actions::resource_routes("/servers", ResourceKind::Server))

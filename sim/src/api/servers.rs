@@ -111,11 +111,8 @@ fn server_spec(body: &mut Body) -> ServerSpec {
     if let Some(mut public_net) = body.nested("public_net") {
         spec.enable_ipv4 = public_net.bool("enable_ipv4").unwrap_or(true);
         spec.enable_ipv6 = public_net.bool("enable_ipv6").unwrap_or(true);
-        for primary in ["ipv4", "ipv6"] {
-            if public_net.has(primary) {
-                public_net.reject(primary, "primary IPs are not emulated by hct-sim");
-            }
-        }
+        spec.primary_ipv4 = public_net.id("ipv4");
+        spec.primary_ipv6 = public_net.id("ipv6");
         body.absorb(public_net);
     }
     spec

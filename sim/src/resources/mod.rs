@@ -10,6 +10,7 @@ pub mod firewalls;
 pub mod images;
 pub mod networks;
 pub mod placement_groups;
+pub mod primary_ips;
 pub mod servers;
 pub mod ssh_keys;
 

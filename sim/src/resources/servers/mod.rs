@@ -178,6 +178,9 @@ pub struct ServerSpec {
     pub start_after_create: bool,
     pub enable_ipv4: bool,
     pub enable_ipv6: bool,
+    /// Primary IPs to use (`public_net.ipv4`, `public_net.ipv6`).
+    pub primary_ipv4: Option<Id>,
+    pub primary_ipv6: Option<Id>,
 }
 
 impl ServerSpec {
@@ -196,6 +199,8 @@ impl ServerSpec {
             start_after_create: true,
             enable_ipv4: true,
             enable_ipv6: true,
+            primary_ipv4: None,
+            primary_ipv6: None,
         }
     }
 }
