@@ -40,10 +40,19 @@ data "hct_network_plan" "this" {
 locals {
   plan = data.hct_network_plan.this
   # The NAT box takes host 2 of the node subnet, below the control plane's
-  # and the pools' slices (host 1 is left alone: nothing on Hetzner needs
-  # it, but many people expect a gateway there).
+  # and the pools' slices: the plan puts nodes in those slices only, so the
+  # hosts beneath them stay free for boxes like this one.
   nat_ip = cidrhost(local.plan.node_subnet, 2)
   labels = { cluster = var.cluster_name }
+  # Hetzner's network zone of each cloud location.
+  network_zone = {
+    fsn1 = "eu-central"
+    nbg1 = "eu-central"
+    hel1 = "eu-central"
+    ash  = "us-east"
+    hil  = "us-west"
+    sin  = "ap-southeast"
+  }[var.location]
 }
 
 resource "hcloud_network" "this" {
@@ -55,7 +64,7 @@ resource "hcloud_network" "this" {
 resource "hcloud_network_subnet" "nodes" {
   network_id   = hcloud_network.this.id
   type         = "cloud"
-  network_zone = var.network_zone
+  network_zone = local.network_zone
   ip_range     = local.plan.node_subnet
 }
 

@@ -5,15 +5,14 @@ variable "cluster_name" {
 }
 
 variable "location" {
-  description = "Hetzner location of the NAT box and every node (nbg1, fsn1 and hel1 share the eu-central network zone)."
+  description = "Hetzner location of the NAT box and every node; the node subnet is made in its network zone."
   type        = string
   default     = "nbg1"
-}
 
-variable "network_zone" {
-  description = "Network zone of the node subnet: the zone of var.location."
-  type        = string
-  default     = "eu-central"
+  validation {
+    condition     = contains(["fsn1", "nbg1", "hel1", "ash", "hil", "sin"], var.location)
+    error_message = "Use one of Hetzner's cloud locations: fsn1, nbg1, hel1, ash, hil, sin."
+  }
 }
 
 variable "talos_version" {
