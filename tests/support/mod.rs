@@ -150,7 +150,9 @@ const NO_COLOR_COMMANDS: &[&str] = &[
 /// `TF_REATTACH_PROVIDERS`, `TF_IN_AUTOMATION` and `TF_INPUT`. Its default
 /// registry is `registry.opentofu.org` rather than `registry.terraform.io`,
 /// which only changes short source addresses; the suites use hct's full
-/// address and no other provider, so `direct {}` is never asked.
+/// address, so `direct {}` is never asked, and the one that also uses
+/// hcloud's short address (`complete_e2e`) gets it from a filesystem mirror
+/// that holds it under both registries ([`Workspace::dev_override_with_hcloud`]).
 ///
 /// Layout: `<tmp>/work` (the working dir, [`Workspace::path`]) and
 /// `<tmp>/cli.tfrc` (the `TF_CLI_CONFIG_FILE`). Removed on drop.
