@@ -111,8 +111,8 @@ impl World {
         now: Timestamp,
     ) -> Result<Vec<Id>, ApiError> {
         self.firewall(id)?;
-        self.ensure_unlocked(ResourceRef::firewall(id))?;
         let rules = checked_rules(rules)?;
+        self.ensure_unlocked(ResourceRef::firewall(id))?;
         let firewall = self.firewall_mut(id)?;
         firewall.rules = rules;
         let servers = firewall.servers.clone();
