@@ -71,6 +71,14 @@ pub enum ApiError {
         code: String,
         message: String,
     },
+    /// An error of one operation, with the status and code Hetzner
+    /// documents for it (e.g. `firewall_already_applied`).
+    #[error("{message}")]
+    Operation {
+        status: StatusCode,
+        code: &'static str,
+        message: String,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -88,6 +96,14 @@ impl ApiError {
         Self::NotFound {
             kind,
             id: id.to_string(),
+        }
+    }
+
+    pub fn operation(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self::Operation {
+            status,
+            code,
+            message: message.into(),
         }
     }
 
@@ -113,7 +129,7 @@ impl ApiError {
             | Self::InvalidServerType(_)
             | Self::PlacementGroupFull(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            Self::Injected { status, .. } => *status,
+            Self::Injected { status, .. } | Self::Operation { status, .. } => *status,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -139,6 +155,7 @@ impl ApiError {
             Self::PlacementGroupFull(_) => "placement_group_member_limit_reached",
             Self::RateLimited => "rate_limit_exceeded",
             Self::Injected { code, .. } => code,
+            Self::Operation { code, .. } => code,
             Self::Internal(_) => "server_error",
         }
     }

@@ -14,6 +14,8 @@ pub enum ResourceKind {
     Image,
     PlacementGroup,
     SshKey,
+    Firewall,
+    PrimaryIp,
 }
 
 impl ResourceKind {
@@ -24,6 +26,8 @@ impl ResourceKind {
             Self::Image => "image",
             Self::PlacementGroup => "placement_group",
             Self::SshKey => "ssh_key",
+            Self::Firewall => "firewall",
+            Self::PrimaryIp => "primary_ip",
         }
     }
 }
@@ -59,6 +63,20 @@ impl ResourceRef {
     pub fn placement_group(id: Id) -> Self {
         Self {
             kind: ResourceKind::PlacementGroup,
+            id,
+        }
+    }
+
+    pub fn firewall(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::Firewall,
+            id,
+        }
+    }
+
+    pub fn primary_ip(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::PrimaryIp,
             id,
         }
     }

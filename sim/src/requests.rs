@@ -56,6 +56,11 @@ impl RequestLog {
         self.counts.clone()
     }
 
+    /// The kept requests, oldest first.
+    pub fn entries(&self) -> Vec<Entry> {
+        self.entries.iter().cloned().collect()
+    }
+
     pub fn clear(&mut self) {
         *self = Self::default();
     }

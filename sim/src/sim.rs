@@ -281,6 +281,12 @@ impl SimHandle {
         lock(&self.shared.requests).counts()
     }
 
+    /// The latest requests (up to 10 000), oldest first: a route that
+    /// matched none of the API's is logged as `METHOD /v1/...`.
+    pub fn requests(&self) -> Vec<crate::requests::Entry> {
+        lock(&self.shared.requests).entries()
+    }
+
     pub fn add_fault(&self, fault: FaultSpec) {
         self.shared.add_fault(fault);
     }

@@ -12,9 +12,11 @@ use crate::durations::Durations;
 use crate::errors::ApiError;
 use crate::events::SimEvent;
 use crate::faults::ActionFailure;
+use crate::resources::firewalls::Firewall;
 use crate::resources::images::Image;
 use crate::resources::networks::Network;
 use crate::resources::placement_groups::PlacementGroup;
+use crate::resources::primary_ips::PrimaryIp;
 use crate::resources::servers::Server;
 use crate::resources::ssh_keys::SshKey;
 use crate::talos::faults::TalosFault;
@@ -32,6 +34,19 @@ struct IdCounters {
     ssh_key: Id,
     placement_group: Id,
     action: Id,
+    /// Absent from states saved before firewalls were emulated.
+    #[serde(default = "first_firewall_id")]
+    firewall: Id,
+    #[serde(default = "first_primary_ip_id")]
+    primary_ip: Id,
+}
+
+fn first_primary_ip_id() -> Id {
+    42_000_001
+}
+
+fn first_firewall_id() -> Id {
+    1_300_001
 }
 
 impl Default for IdCounters {
@@ -43,6 +58,8 @@ impl Default for IdCounters {
             ssh_key: 9_000_001,
             placement_group: 700_001,
             action: 80_000_001,
+            firewall: first_firewall_id(),
+            primary_ip: first_primary_ip_id(),
         }
     }
 }
@@ -66,6 +83,10 @@ pub struct World {
     pub images: BTreeMap<Id, Image>,
     pub ssh_keys: BTreeMap<Id, SshKey>,
     pub placement_groups: BTreeMap<Id, PlacementGroup>,
+    #[serde(default)]
+    pub firewalls: BTreeMap<Id, Firewall>,
+    #[serde(default)]
+    pub primary_ips: BTreeMap<Id, PrimaryIp>,
     pub actions: BTreeMap<Id, Action>,
     next_id: IdCounters,
     #[serde(skip)]
@@ -90,6 +111,8 @@ impl World {
             Some(ResourceKind::Image) => &mut self.next_id.image,
             Some(ResourceKind::SshKey) => &mut self.next_id.ssh_key,
             Some(ResourceKind::PlacementGroup) => &mut self.next_id.placement_group,
+            Some(ResourceKind::Firewall) => &mut self.next_id.firewall,
+            Some(ResourceKind::PrimaryIp) => &mut self.next_id.primary_ip,
             None => &mut self.next_id.action,
         };
         let id = *counter;
@@ -166,6 +189,30 @@ impl World {
             .ok_or_else(|| ApiError::not_found("placement_group", id))
     }
 
+    pub fn firewall(&self, id: Id) -> Result<&Firewall, ApiError> {
+        self.firewalls
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found("firewall", id))
+    }
+
+    pub fn firewall_mut(&mut self, id: Id) -> Result<&mut Firewall, ApiError> {
+        self.firewalls
+            .get_mut(&id)
+            .ok_or_else(|| ApiError::not_found("firewall", id))
+    }
+
+    pub fn primary_ip(&self, id: Id) -> Result<&PrimaryIp, ApiError> {
+        self.primary_ips
+            .get(&id)
+            .ok_or_else(|| ApiError::not_found("primary_ip", id))
+    }
+
+    pub fn primary_ip_mut(&mut self, id: Id) -> Result<&mut PrimaryIp, ApiError> {
+        self.primary_ips
+            .get_mut(&id)
+            .ok_or_else(|| ApiError::not_found("primary_ip", id))
+    }
+
     pub fn action(&self, id: Id) -> Result<&Action, ApiError> {
         self.actions
             .get(&id)
@@ -207,6 +254,8 @@ impl World {
                 .values()
                 .map(|p| p.to_api(self))
                 .collect::<Vec<_>>(),
+            "firewalls": self.firewalls.values().map(Firewall::to_api).collect::<Vec<_>>(),
+            "primary_ips": self.primary_ips.values().map(PrimaryIp::to_api).collect::<Vec<_>>(),
             "actions": self.actions.values().map(|a| a.to_api(now)).collect::<Vec<_>>(),
         })
     }

@@ -122,6 +122,18 @@ pub fn hcl_string(s: impl AsRef<str>) -> String {
     out
 }
 
+/// The `dev_overrides` block (indented for `provider_installation`) that
+/// points hct's source address at the provider binary cargo built.
+fn dev_overrides_block() -> String {
+    let bin = provider_binary();
+    let dir = bin.parent().expect("provider binary has a parent dir");
+    format!(
+        "  dev_overrides {{\n    {} = {}\n  }}\n",
+        hcl_string(PROVIDER_SOURCE),
+        hcl_string(dir.to_str().expect("non-UTF-8 target dir")),
+    )
+}
+
 /// Terraform subcommands that accept `-no-color`; [`Workspace::terraform`] adds it to these.
 const NO_COLOR_COMMANDS: &[&str] = &[
     "apply", "console", "destroy", "fmt", "get", "import", "init", "output", "plan", "refresh",
@@ -139,7 +151,9 @@ const NO_COLOR_COMMANDS: &[&str] = &[
 /// `TF_REATTACH_PROVIDERS`, `TF_IN_AUTOMATION` and `TF_INPUT`. Its default
 /// registry is `registry.opentofu.org` rather than `registry.terraform.io`,
 /// which only changes short source addresses; the suites use hct's full
-/// address and no other provider, so `direct {}` is never asked.
+/// address, so `direct {}` is never asked, and the one that also uses
+/// hcloud's short address (`complete_e2e`) gets it from a filesystem mirror
+/// that holds it under both registries ([`Workspace::dev_override_with_hcloud`]).
 ///
 /// Layout: `<tmp>/work` (the working dir, [`Workspace::path`]) and
 /// `<tmp>/cli.tfrc` (the `TF_CLI_CONFIG_FILE`). Removed on drop.
@@ -196,14 +210,56 @@ impl Workspace {
     /// A workspace whose CLI config points `registry.hct.internal/hct/hct` at the
     /// provider binary cargo built (dev_overrides; no `terraform init` needed).
     pub fn dev_override(files: &[(&str, &str)]) -> Workspace {
-        let bin = provider_binary();
-        let dir = bin.parent().expect("provider binary has a parent dir");
         let config = format!(
-            "provider_installation {{\n  dev_overrides {{\n    {} = {}\n  }}\n  direct {{}}\n}}\n",
-            hcl_string(PROVIDER_SOURCE),
-            hcl_string(dir.to_str().expect("non-UTF-8 target dir")),
+            "provider_installation {{\n{}  direct {{}}\n}}\n",
+            dev_overrides_block()
         );
         Workspace::with_cli_config(files, &config)
+    }
+
+    /// A workspace for configurations that use Hetzner's hcloud provider
+    /// next to hct: hct by dev_overrides as in [`Workspace::dev_override`],
+    /// hcloud from the filesystem mirror `hcloud_mirror` (`scripts/ensure-peers`'
+    /// `HCLOUD_PROVIDER_MIRROR`) under both registries' addresses, and nothing
+    /// from the network. `terraform init` is needed (for hcloud); since init
+    /// also looks for every provider the configuration requires, dev overrides
+    /// or not, hct's binary is offered in a second filesystem mirror in the
+    /// workspace's temp dir (unpacked layout, a symlink).
+    pub fn dev_override_with_hcloud(files: &[(&str, &str)], hcloud_mirror: &Path) -> Workspace {
+        let ws = Workspace::with_cli_config(files, "");
+        let hct_mirror = ws.tmp.path().join("hct-mirror");
+        let platform = format!(
+            "{}_{}",
+            std::env::consts::OS,
+            match std::env::consts::ARCH {
+                "x86_64" => "amd64",
+                "aarch64" => "arm64",
+                other => other,
+            }
+        );
+        let package = hct_mirror
+            .join(PROVIDER_SOURCE)
+            .join(env!("CARGO_PKG_VERSION"))
+            .join(platform);
+        std::fs::create_dir_all(&package).expect("create hct mirror");
+        std::os::unix::fs::symlink(provider_binary(), package.join("terraform-provider-hct"))
+            .expect("link the provider into the hct mirror");
+        let hcloud: Vec<String> = ["registry.terraform.io", "registry.opentofu.org"]
+            .iter()
+            .map(|host| hcl_string(format!("{host}/hetznercloud/hcloud")))
+            .collect();
+        let config = format!(
+            "provider_installation {{\n{}  filesystem_mirror {{\n    path    = {}\n    \
+             include = [{}]\n  }}\n  filesystem_mirror {{\n    path    = {}\n    \
+             include = [{}]\n  }}\n}}\n",
+            dev_overrides_block(),
+            hcl_string(hct_mirror.to_str().expect("non-UTF-8 temp dir")),
+            hcl_string(PROVIDER_SOURCE),
+            hcl_string(hcloud_mirror.to_str().expect("non-UTF-8 mirror path")),
+            hcloud.join(", "),
+        );
+        std::fs::write(&ws.cli_config, config).expect("write CLI config");
+        ws
     }
 
     /// A workspace with the given CLI config file text.

@@ -12,6 +12,20 @@ pub async fn start() -> SimHandle {
     Sim::start(SimOptions::seeded_fast()).await.unwrap()
 }
 
+/// The seeded emulator with a token Hetzner's hcloud provider accepts (it
+/// refuses any token that is not 64 characters long, as Hetzner's are).
+pub async fn start_for_hcloud_provider() -> SimHandle {
+    let token: String = std::iter::repeat_with(fastrand::alphanumeric)
+        .take(64)
+        .collect();
+    Sim::start(SimOptions {
+        token,
+        ..SimOptions::seeded_fast()
+    })
+    .await
+    .unwrap()
+}
+
 /// hct's client for `sim`, polling at once (the sim is much faster than Hetzner).
 pub fn client(sim: &SimHandle) -> Client {
     Client::new(ClientConfig {

@@ -79,6 +79,17 @@ pub enum Completion {
         network: Id,
         destination: ipnet::Ipv4Net,
     },
+    /// `apply_firewall`: nothing more to do, but a failure takes the
+    /// server out of the firewall again.
+    FirewallApplied {
+        firewall: Id,
+        server: Id,
+    },
+    /// `remove_firewall`: a failure puts the server back.
+    FirewallRemoved {
+        firewall: Id,
+        server: Id,
+    },
     /// `attach_to_network`: the attachment is announced.
     Attached {
         server: Id,

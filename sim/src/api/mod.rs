@@ -2,10 +2,12 @@
 
 pub mod actions;
 pub mod catalog;
+pub mod firewalls;
 pub mod images;
 pub mod input;
 pub mod networks;
 pub mod placement_groups;
+pub mod primary_ips;
 pub mod query;
 pub mod servers;
 pub mod ssh_keys;
@@ -35,11 +37,17 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(images::routes())
         .merge(ssh_keys::routes())
         .merge(placement_groups::routes())
+        .merge(firewalls::routes())
+        .merge(primary_ips::routes())
         .merge(catalog::routes())
         .merge(actions::routes())
         .merge(actions::resource_routes("/servers", ResourceKind::Server))
         .merge(actions::resource_routes("/networks", ResourceKind::Network))
-        .merge(actions::resource_routes("/images", ResourceKind::Image));
+        .merge(actions::resource_routes("/images", ResourceKind::Image))
+        .merge(actions::resource_routes(
+            "/firewalls",
+            ResourceKind::Firewall,
+        ));
     routes.route_layer(from_fn_with_state(state, gateway::gate))
 }
 

@@ -101,17 +101,18 @@ fn server_spec(body: &mut Body) -> ServerSpec {
     spec.ssh_keys = body.ids_or_names("ssh_keys");
     spec.networks = body.ids("networks");
     spec.placement_group = body.id("placement_group");
+    for mut item in body.nested_list("firewalls") {
+        spec.firewalls.push(item.required_id("firewall"));
+        body.absorb(item);
+    }
     spec.labels = body.labels("labels").unwrap_or_default();
     spec.user_data = body.str("user_data");
     spec.start_after_create = body.bool("start_after_create").unwrap_or(true);
     if let Some(mut public_net) = body.nested("public_net") {
         spec.enable_ipv4 = public_net.bool("enable_ipv4").unwrap_or(true);
         spec.enable_ipv6 = public_net.bool("enable_ipv6").unwrap_or(true);
-        for primary in ["ipv4", "ipv6"] {
-            if public_net.has(primary) {
-                public_net.reject(primary, "primary IPs are not emulated by hct-sim");
-            }
-        }
+        spec.primary_ipv4 = public_net.id("ipv4");
+        spec.primary_ipv6 = public_net.id("ipv6");
         body.absorb(public_net);
     }
     spec
@@ -119,10 +120,8 @@ fn server_spec(body: &mut Body) -> ServerSpec {
 
 async fn create_server(State(sim): State<AppState>, mut body: Body) -> Result<Response, ApiError> {
     let spec = server_spec(&mut body);
-    for unsupported in ["volumes", "firewalls"] {
-        if !body.ids(unsupported).is_empty() {
-            return Err(ApiError::field(unsupported, "is not emulated by hct-sim"));
-        }
+    if !body.ids("volumes").is_empty() {
+        return Err(ApiError::field("volumes", "is not emulated by hct-sim"));
     }
     body.finish()?;
     let mut world = sim.world();

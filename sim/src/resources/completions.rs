@@ -10,7 +10,10 @@ impl World {
     /// Applies what a finished action does.
     pub(crate) fn complete(&mut self, completion: Completion, at: Timestamp) {
         match completion {
-            Completion::Nothing | Completion::RouteAdded { .. } => {}
+            Completion::Nothing
+            | Completion::RouteAdded { .. }
+            | Completion::FirewallApplied { .. }
+            | Completion::FirewallRemoved { .. } => {}
             // servers/create.rs
             Completion::ServerCreated { server, starts } => self.server_created(server, starts),
             Completion::ServerDeleted { server } => self.remove_server(server),
@@ -59,6 +62,13 @@ impl World {
                 network,
                 destination,
             } => self.discard_route(network, destination),
+            // firewalls/apply.rs
+            Completion::FirewallApplied { firewall, server } => {
+                self.discard_firewall_member(firewall, server)
+            }
+            Completion::FirewallRemoved { firewall, server } => {
+                self.restore_firewall_member(firewall, server)
+            }
         }
     }
 }

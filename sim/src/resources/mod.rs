@@ -6,9 +6,11 @@
 //! `completions` sends every finished or failed action there.
 
 mod completions;
+pub mod firewalls;
 pub mod images;
 pub mod networks;
 pub mod placement_groups;
+pub mod primary_ips;
 pub mod servers;
 pub mod ssh_keys;
 

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 
 use super::attachments::mac_address;
 use super::{
-    Attachment, CreatedServer, PrivateNet, PublicIp, Server, ServerSpec, ServerStatus, TalosNode,
+    Attachment, CreatedServer, PrivateNet, Server, ServerSpec, ServerStatus, TalosNode,
     USER_DATA_LIMIT, is_hostname, random_password,
 };
 use crate::actions::{Completion, NewAction};
@@ -18,6 +18,7 @@ use crate::ids::{Id, ResourceKind, ResourceRef};
 use crate::labels::{Labels, validate_labels};
 use crate::resources::checked_labels;
 use crate::resources::images::Image;
+use crate::resources::primary_ips::IpType;
 use crate::state::World;
 
 fn talos_node(image: &Image) -> Option<TalosNode> {
@@ -140,9 +141,28 @@ impl World {
                 format!("placement group {group} not found"),
             );
         }
+        for firewall in &spec.firewalls {
+            if self.firewall(*firewall).is_err() {
+                errors.push("firewalls", format!("firewall {firewall} not found"));
+            }
+        }
         for network in &spec.networks {
             if self.network(*network).is_err() {
                 errors.push("networks", format!("network {network} not found"));
+            }
+        }
+        if let Some(l) = location {
+            for (kind, enabled, given) in [
+                (IpType::Ipv4, spec.enable_ipv4, spec.primary_ipv4),
+                (IpType::Ipv6, spec.enable_ipv6, spec.primary_ipv6),
+            ] {
+                match given {
+                    Some(id) => self.check_given_primary_ip(id, kind, l.name)?,
+                    None if enabled => {
+                        self.free_public_address(kind)?;
+                    }
+                    None => {}
+                }
             }
         }
         errors.into_result()?;
@@ -153,6 +173,17 @@ impl World {
             ));
         };
         self.check_server_name(&spec.name, None)?;
+        let public = spec.enable_ipv4
+            || spec.enable_ipv6
+            || spec.primary_ipv4.is_some()
+            || spec.primary_ipv6.is_some();
+        if !spec.firewalls.is_empty() && !public {
+            return Err(ApiError::operation(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "private_net_only_server",
+                "firewalls need a public interface (enable_ipv4 or enable_ipv6)",
+            ));
+        }
         if let Some(group) = spec.placement_group {
             self.ensure_room_in_group(group)?;
         }
@@ -160,7 +191,6 @@ impl World {
         let image_id = image.id;
         let talos = talos_node(image);
         let id = self.next_id(Some(ResourceKind::Server));
-        let public_ip = |enabled: bool, ip: String| enabled.then_some(PublicIp { id, ip });
         let mut server = Server {
             id,
             name: spec.name,
@@ -170,8 +200,8 @@ impl World {
             location: location.name.to_string(),
             image: Some(image_id),
             primary_disk_size: server_type.disk,
-            public_ipv4: public_ip(spec.enable_ipv4, format!("203.0.113.{}", id % 254 + 1)),
-            public_ipv6: public_ip(spec.enable_ipv6, format!("2001:db8:{:x}::/64", id & 0xffff)),
+            public_ipv4: None,
+            public_ipv6: None,
             private_net: Vec::new(),
             placement_group: spec.placement_group,
             labels: spec.labels,
@@ -203,6 +233,14 @@ impl World {
             .map(|p| (p.network, p.ip))
             .collect();
         self.servers.insert(id, server);
+        for (kind, enabled, given) in [
+            (IpType::Ipv4, spec.enable_ipv4, spec.primary_ipv4),
+            (IpType::Ipv6, spec.enable_ipv6, spec.primary_ipv6),
+        ] {
+            if enabled || given.is_some() {
+                self.give_server_primary_ip(id, kind, given, now)?;
+            }
+        }
         self.emit(SimEvent::ServerCreated { server: id });
         for (network, ip) in attached {
             self.emit(SimEvent::AttachedToNetwork {
@@ -223,6 +261,9 @@ impl World {
             now,
         );
         let mut next_actions = Vec::new();
+        for firewall in spec.firewalls {
+            next_actions.push(self.start_apply_firewall(firewall, id, now));
+        }
         if starts {
             let created_at = self.actions.get(&action).map(|a| a.finishes_at);
             let mut start = NewAction::on(
@@ -284,6 +325,8 @@ impl World {
         let Some(server) = self.servers.remove(&id) else {
             return;
         };
+        self.leave_firewalls(id);
+        self.release_primary_ips(id);
         for p in server.private_net {
             self.emit(SimEvent::DetachedFromNetwork {
                 server: id,

@@ -171,11 +171,16 @@ pub struct ServerSpec {
     pub ssh_keys: Vec<String>,
     pub networks: Vec<Id>,
     pub placement_group: Option<Id>,
+    /// Firewalls to apply once the server exists.
+    pub firewalls: Vec<Id>,
     pub labels: Labels,
     pub user_data: Option<String>,
     pub start_after_create: bool,
     pub enable_ipv4: bool,
     pub enable_ipv6: bool,
+    /// Primary IPs to use (`public_net.ipv4`, `public_net.ipv6`).
+    pub primary_ipv4: Option<Id>,
+    pub primary_ipv6: Option<Id>,
 }
 
 impl ServerSpec {
@@ -188,11 +193,14 @@ impl ServerSpec {
             ssh_keys: Vec::new(),
             networks: Vec::new(),
             placement_group: None,
+            firewalls: Vec::new(),
             labels: Labels::new(),
             user_data: None,
             start_after_create: true,
             enable_ipv4: true,
             enable_ipv6: true,
+            primary_ipv4: None,
+            primary_ipv6: None,
         }
     }
 }

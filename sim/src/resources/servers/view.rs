@@ -46,7 +46,11 @@ impl Server {
                 "ipv4": ipv4,
                 "ipv6": ipv6,
                 "floating_ips": [],
-                "firewalls": [],
+                "firewalls": world
+                    .firewalls_of(self.id)
+                    .into_iter()
+                    .map(|id| json!({"id": id, "status": "applied"}))
+                    .collect::<Vec<_>>(),
             },
             "private_net": private_net,
             "server_type": server_type.map(ServerType::to_api),
