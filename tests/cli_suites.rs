@@ -1,6 +1,7 @@
 //! `scripts/test` runs the end-to-end suites a second time under OpenTofu
 //! (`HCT_CLI=tofu`). Its list of them must name every test file that runs the
-//! CLI (uses tests/support's `Workspace`), so that a new suite cannot be tested
+//! CLI (uses tests/support's `Workspace`, directly or through its reference
+//! example's `support::reference`), so that a new suite cannot be tested
 //! under Terraform only.
 
 use std::collections::BTreeSet;
@@ -24,7 +25,8 @@ fn scripts_test_runs_every_cli_suite_under_opentofu_too() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "rs") {
             let text = std::fs::read_to_string(&path).unwrap();
-            if text.contains("Workspace") && path.file_name().unwrap() != "cli_suites.rs" {
+            let runs_cli = text.contains("Workspace") || text.contains("support::reference");
+            if runs_cli && path.file_name().unwrap() != "cli_suites.rs" {
                 using_cli.insert(path.file_stem().unwrap().to_string_lossy().into_owned());
             }
         }
