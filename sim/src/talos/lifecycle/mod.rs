@@ -13,6 +13,7 @@ use super::config::{self, MachineConfig};
 use super::faults;
 use super::network::{self, NoEgress};
 use super::node::{ApidState, EtcdMember, Phase, PhaseName, Summary};
+use super::services;
 use super::user_data;
 use super::version::TalosVersion;
 use crate::clock::Timestamp;
@@ -184,13 +185,22 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
     if !config.is_control_plane() {
         if node.run.apid_issuer.is_none() {
             node.run.apid_issuer = clusters
-                .trustd(&config.cluster, &config.trustd_token)
+                .trustd_at(&config.endpoint, &config.trustd_token)
+                .ok()
                 .cloned();
         }
         return;
     }
     let joinable = node.disk.etcd.founder || clusters.has_running_member(&config.cluster);
-    if node.disk.etcd.member.is_none() && joinable && egress(world, server, &config).is_ok() {
+    let advertises = config
+        .subnets
+        .etcd_address(&cluster::private_ips(server))
+        .is_some();
+    if node.disk.etcd.member.is_none()
+        && joinable
+        && advertises
+        && egress(world, server, &config).is_ok()
+    {
         node.disk.etcd.member = Some(EtcdMember {
             id: fastrand::u64(1..),
             hostname: cluster::hostname(server, Some(&config)),
@@ -216,21 +226,24 @@ fn summarize(talos: &TalosNode, server: &Server, world: &World, clusters: &Clust
     };
     let egress = config.map(|c| egress(world, server, c));
     let etcd_member = node.disk.etcd.member.is_some();
-    let control_plane = config.is_some_and(MachineConfig::is_control_plane);
     let problem = match (&node.phase, config) {
         (Phase::Off, _) => Some("Talos is not running: the server is off or in rescue".into()),
         (Phase::Booting { .. }, _) => Some("booting".into()),
         (Phase::Halted { reason }, _) => Some(reason.clone()),
         (Phase::Running, None) => Some("in maintenance mode: no configuration applied yet".into()),
-        (Phase::Running, Some(_)) if apid == ApidState::AwaitingCertificate => {
-            Some("waiting for trustd on a control plane to sign apid's certificate".into())
-        }
-        (Phase::Running, Some(_)) => match &egress {
+        (Phase::Running, Some(c)) if apid == ApidState::AwaitingCertificate => Some(format!(
+            "waiting for trustd on a control plane to sign apid's certificate: {}",
+            clusters
+                .trustd_at(&c.endpoint, &c.trustd_token)
+                .err()
+                .unwrap_or_else(|| "not asked yet".into())
+        )),
+        (Phase::Running, Some(c)) => match &egress {
             Some(Err(e)) => Some(e.to_string()),
-            _ if control_plane && !etcd_member => {
-                Some("etcd waits for bootstrap or a running member to join".into())
-            }
-            _ => None,
+            _ => services::of_node(world, server, node, c, clusters)
+                .into_iter()
+                .find(|s| !s.healthy)
+                .map(|s| format!("{} is {}: {}", s.id, s.state, s.message)),
         },
     };
     Summary {
@@ -250,5 +263,7 @@ fn summarize(talos: &TalosNode, server: &Server, world: &World, clusters: &Clust
     }
 }
 
+#[cfg(test)]
+mod settings_tests;
 #[cfg(test)]
 mod tests;
