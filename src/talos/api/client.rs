@@ -65,6 +65,9 @@ pub struct Service {
     pub id: String,
     pub state: String,
     pub healthy: bool,
+    /// The last health message (or, for a service not started, the
+    /// last event: what it waits for).
+    pub message: String,
 }
 
 /// Where a node is and how to get there.
@@ -271,7 +274,7 @@ impl TalosClient {
             Err(status) if status.code() == Code::AlreadyExists => Ok(Bootstrapped::Already),
             Err(status)
                 if status.code() == Code::FailedPrecondition
-                    && status.message().contains("worker") =>
+                    && status.message().contains("control plane node") =>
             {
                 Err(TalosError::NotControlPlane {
                     node: self.node.clone(),
@@ -369,7 +372,8 @@ impl TalosClient {
             .into_iter()
             .flat_map(|m| m.services)
             .map(|s| Service {
-                healthy: s.health.is_some_and(|h| h.healthy),
+                healthy: s.health.as_ref().is_some_and(|h| h.healthy),
+                message: s.health.map(|h| h.last_message).unwrap_or_default(),
                 id: s.id,
                 state: s.state,
             })
