@@ -7,10 +7,11 @@
 
 use super::cluster::{self, Clusters};
 use super::config::MachineConfig;
-use super::lifecycle;
+use super::network::{self, NoEgress};
 use super::node::NodeState;
 use crate::resources::servers::Server;
 use crate::state::World;
+use std::net::Ipv4Addr;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceStatus {
@@ -40,6 +41,25 @@ impl ServiceStatus {
     }
 }
 
+/// The gateways of the networks the server is attached to.
+pub fn gateways(world: &World, server: &Server) -> Vec<Ipv4Addr> {
+    server
+        .private_net
+        .iter()
+        .filter_map(|p| world.networks.get(&p.network))
+        .map(|n| n.gateway())
+        .collect()
+}
+
+/// Whether the node's traffic gets out, and through which gateway.
+pub fn egress(
+    world: &World,
+    server: &Server,
+    config: &MachineConfig,
+) -> Result<Ipv4Addr, NoEgress> {
+    network::egress(&config.routes, &gateways(world, server))
+}
+
 /// The services of a configured node.
 pub fn of(
     world: &World,
@@ -67,7 +87,7 @@ pub fn of_node(
     config: &MachineConfig,
     clusters: &Clusters,
 ) -> Vec<ServiceStatus> {
-    let egress = lifecycle::egress(world, server, config);
+    let egress = egress(world, server, config);
     let addresses = cluster::private_ips(server);
     let pulls = |id: &'static str| match &egress {
         Ok(_) => ServiceStatus::running(id),

@@ -12,6 +12,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Status, Streaming};
 
+pub use super::answers::{Applied, Bootstrapped, EtcdMember, Service};
 use super::error::TalosError;
 use super::tls::{Trust, client_config};
 use crate::net::socks5;
@@ -36,38 +37,6 @@ pub enum ApplyMode {
     Try,
     /// Store it for the next boot.
     Staged,
-}
-
-/// What Talos did with an applied configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
-    pub mode: String,
-    pub details: String,
-    pub warnings: Vec<String>,
-}
-
-/// Whether this call bootstrapped etcd or it had been done already.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bootstrapped {
-    Now,
-    Already,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EtcdMember {
-    pub id: u64,
-    pub hostname: String,
-    pub is_learner: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Service {
-    pub id: String,
-    pub state: String,
-    pub healthy: bool,
-    /// The last health message (or, for a service not started, the
-    /// last event: what it waits for).
-    pub message: String,
 }
 
 /// Where a node is and how to get there.

@@ -106,10 +106,16 @@ fn planned_ips(plan: &NetworkPlan, role: Role) -> Vec<Ipv4Addr> {
 pub(crate) fn check(documents: &[Value], node: &Node, plan: &NetworkPlan) -> Option<Violation> {
     for document in documents {
         if let Some(path) = known_keys::first_unknown(document, &node.talos) {
-            let kind = document.get("kind").and_then(Value::as_str).unwrap_or("v1alpha1");
+            let kind = document
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("v1alpha1");
             return Some(violation(
                 &format!("{kind} document, key {path}"),
-                format!("Talos {} does not know this key (its strict decoder refuses the whole config)", node.talos),
+                format!(
+                    "Talos {} does not know this key (its strict decoder refuses the whole config)",
+                    node.talos
+                ),
                 "Check its spelling and place against the Talos configuration reference for this release.",
             ));
         }
@@ -130,7 +136,9 @@ fn addresses(main: &Value, node: &Node, plan: &NetworkPlan) -> Option<Violation>
     if let Some(ip) = ips.iter().find(|ip| !passes(&valid, IpAddr::V4(**ip))) {
         return Some(violation(
             "machine.kubelet.nodeIP.validSubnets",
-            format!("{valid:?} holds no address of the node at {ip}, so kubelet finds no node IP and never starts"),
+            format!(
+                "{valid:?} holds no address of the node at {ip}, so kubelet finds no node IP and never starts"
+            ),
             "Leave validSubnets to hct (the plan's node ranges) or list ranges that hold the nodes' IPs.",
         ));
     }
@@ -143,7 +151,9 @@ fn addresses(main: &Value, node: &Node, plan: &NetworkPlan) -> Option<Violation>
     if let Some((ip, range)) = ips.iter().find_map(|ip| in_ranges(ip).map(|r| (ip, r))) {
         return Some(violation(
             "cluster.network.podSubnets/serviceSubnets",
-            format!("{range} holds the node address {ip}: Talos never takes a node IP from the pod or service ranges, so kubelet never starts and in-cluster routing to those addresses breaks"),
+            format!(
+                "{range} holds the node address {ip}: Talos never takes a node IP from the pod or service ranges, so kubelet never starts and in-cluster routing to those addresses breaks"
+            ),
             "Keep pod_cidr and service_cidr of hct_network_plan outside the node subnet, and do not patch cluster.network.",
         ));
     }
@@ -152,7 +162,9 @@ fn addresses(main: &Value, node: &Node, plan: &NetworkPlan) -> Option<Violation>
         if let Some(ip) = ips.iter().find(|ip| !passes(&advertised, IpAddr::V4(**ip))) {
             return Some(violation(
                 "cluster.etcd.advertisedSubnets",
-                format!("{advertised:?} holds no address of the control plane at {ip}, so etcd has no address to advertise and never starts"),
+                format!(
+                    "{advertised:?} holds no address of the control plane at {ip}, so etcd has no address to advertise and never starts"
+                ),
                 "Leave advertisedSubnets to hct (the control-plane range) or list a range that holds the control planes' IPs.",
             ));
         }
@@ -176,7 +188,11 @@ fn endpoint(main: &Value, plan: &NetworkPlan) -> Option<Violation> {
 }
 
 /// Routes on `link` (v1alpha1 interfaces and `LinkConfig` documents).
-fn routes_on<'a>(main: &'a Value, documents: &'a [Value], link: &'a str) -> Vec<(&'a str, &'a str)> {
+fn routes_on<'a>(
+    main: &'a Value,
+    documents: &'a [Value],
+    link: &'a str,
+) -> Vec<(&'a str, &'a str)> {
     let mut found = Vec::new();
     for interface in main
         .pointer("/machine/network/interfaces")
@@ -185,25 +201,52 @@ fn routes_on<'a>(main: &'a Value, documents: &'a [Value], link: &'a str) -> Vec<
         .flatten()
         .filter(|i| i.get("interface").and_then(Value::as_str) == Some(link))
     {
-        for route in interface.get("routes").and_then(Value::as_array).into_iter().flatten() {
-            let network = route.get("network").and_then(Value::as_str).unwrap_or_default();
-            let gateway = route.get("gateway").and_then(Value::as_str).unwrap_or_default();
+        for route in interface
+            .get("routes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let network = route
+                .get("network")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let gateway = route
+                .get("gateway")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             found.push((network, gateway));
         }
     }
     for document in kind(documents, "LinkConfig")
         .filter(|d| d.get("name").and_then(Value::as_str) == Some(link))
     {
-        for route in document.get("routes").and_then(Value::as_array).into_iter().flatten() {
-            let destination = route.get("destination").and_then(Value::as_str).unwrap_or_default();
-            let gateway = route.get("gateway").and_then(Value::as_str).unwrap_or_default();
+        for route in document
+            .get("routes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let destination = route
+                .get("destination")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let gateway = route
+                .get("gateway")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             found.push((destination, gateway));
         }
     }
     found
 }
 
-fn default_route(main: &Value, documents: &[Value], node: &Node, plan: &NetworkPlan) -> Option<Violation> {
+fn default_route(
+    main: &Value,
+    documents: &[Value],
+    node: &Node,
+    plan: &NetworkPlan,
+) -> Option<Violation> {
     let gateway = plan.gateway().to_string();
     let routes = routes_on(main, documents, &node.interface);
     let defaults: Vec<&str> = routes
@@ -215,8 +258,14 @@ fn default_route(main: &Value, documents: &[Value], node: &Node, plan: &NetworkP
         return None;
     }
     let problem = match defaults.first() {
-        Some(via) => format!("the default route on {} goes via {via}, but only the network gateway {gateway} forwards traffic out of the private network", node.interface),
-        None => format!("there is no default route on the private interface {} via the network gateway {gateway}, so the node cannot pull images", node.interface),
+        Some(via) => format!(
+            "the default route on {} goes via {via}, but only the network gateway {gateway} forwards traffic out of the private network",
+            node.interface
+        ),
+        None => format!(
+            "there is no default route on the private interface {} via the network gateway {gateway}, so the node cannot pull images",
+            node.interface
+        ),
     };
     Some(violation(
         "default route",
@@ -226,7 +275,9 @@ fn default_route(main: &Value, documents: &[Value], node: &Node, plan: &NetworkP
 }
 
 fn hostname(main: &Value, documents: &[Value], node: &Node) -> Option<Violation> {
-    let legacy = main.pointer("/machine/network/hostname").and_then(Value::as_str);
+    let legacy = main
+        .pointer("/machine/network/hostname")
+        .and_then(Value::as_str);
     let document = kind(documents, "HostnameConfig").next();
     let named = document
         .and_then(|d| d.get("hostname"))
@@ -243,7 +294,10 @@ fn hostname(main: &Value, documents: &[Value], node: &Node) -> Option<Violation>
     };
     Some(violation(
         "hostname",
-        format!("{problem}, but the node must be named {:?} (the server name), which Kubernetes node names, etcd members and the Hetzner cloud controller manager go by", node.hostname),
+        format!(
+            "{problem}, but the node must be named {:?} (the server name), which Kubernetes node names, etcd members and the Hetzner cloud controller manager go by",
+            node.hostname
+        ),
         "Do not patch the hostname; hct sets it to the server name.",
     ))
 }
@@ -257,7 +311,11 @@ fn installer(main: &Value, node: &Node) -> Option<Violation> {
     (tag != node.talos.to_string()).then(|| {
         violation(
             "machine.install.image",
-            format!("{image:?} is not an installer of Talos {} (hct's is {})", node.talos, install::installer_image(node)),
+            format!(
+                "{image:?} is not an installer of Talos {} (hct's is {})",
+                node.talos,
+                install::installer_image(node)
+            ),
             "Change talos_version to upgrade; do not patch the installer image.",
         )
     })

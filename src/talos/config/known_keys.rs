@@ -106,10 +106,10 @@ fn for_release(talos: &TalosVersion) -> &'static Release {
 /// The first key of `document` that Talos `talos` does not know, as a
 /// path (`machine.kubelet.nodeIp`), if any.
 pub(crate) fn first_unknown(document: &Value, talos: &TalosVersion) -> Option<String> {
-    let kind = match document.get("kind").and_then(Value::as_str) {
-        Some(kind) => kind,
-        None => "v1alpha1",
-    };
+    let kind = document
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("v1alpha1");
     for_release(talos).get(kind)?.first_unknown(document, "")
 }
 

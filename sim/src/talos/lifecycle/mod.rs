@@ -9,9 +9,8 @@
 //! tick, and every Talos API call before it answers.
 
 use super::cluster::{self, Clusters};
-use super::config::{self, MachineConfig};
+use super::config;
 use super::faults;
-use super::network::{self, NoEgress};
 use super::node::{ApidState, EtcdMember, Phase, PhaseName, Summary};
 use super::services;
 use super::user_data;
@@ -20,7 +19,6 @@ use crate::clock::Timestamp;
 use crate::ids::Id;
 use crate::resources::servers::{BootTarget, Server, ServerStatus, TalosNode};
 use crate::state::World;
-use std::net::Ipv4Addr;
 
 /// What a node does when it goes down and comes back; each has its
 /// duration (`--duration talos_install=30s`).
@@ -53,25 +51,6 @@ pub fn back_at(world: &World, server: &Server, restart: Restart, now: Timestamp)
         .for_command(restart.command())
         .saturating_add(faults::boot_delay(&world.config.talos_faults, server));
     now.plus(delay)
-}
-
-/// The gateways of the networks the server is attached to.
-pub fn gateways(world: &World, server: &Server) -> Vec<Ipv4Addr> {
-    server
-        .private_net
-        .iter()
-        .filter_map(|p| world.networks.get(&p.network))
-        .map(|n| n.gateway())
-        .collect()
-}
-
-/// Whether the node's traffic gets out, and through which gateway.
-pub fn egress(
-    world: &World,
-    server: &Server,
-    config: &MachineConfig,
-) -> Result<Ipv4Addr, NoEgress> {
-    network::egress(&config.routes, &gateways(world, server))
 }
 
 /// The nodes whose state changes by `now`, as they will be.
@@ -199,7 +178,7 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
     if node.disk.etcd.member.is_none()
         && joinable
         && advertises
-        && egress(world, server, &config).is_ok()
+        && services::egress(world, server, &config).is_ok()
     {
         node.disk.etcd.member = Some(EtcdMember {
             id: fastrand::u64(1..),
@@ -224,7 +203,7 @@ fn summarize(talos: &TalosNode, server: &Server, world: &World, clusters: &Clust
         (Phase::Running, Some(_)) => ApidState::AwaitingCertificate,
         _ => ApidState::Down,
     };
-    let egress = config.map(|c| egress(world, server, c));
+    let egress = config.map(|c| services::egress(world, server, c));
     let etcd_member = node.disk.etcd.member.is_some();
     let problem = match (&node.phase, config) {
         (Phase::Off, _) => Some("Talos is not running: the server is off or in rescue".into()),

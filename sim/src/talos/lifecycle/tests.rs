@@ -2,6 +2,7 @@
 //! power cycles, slow boots, and clusters forming, on a lab of emulated
 //! nodes.
 
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use super::*;
