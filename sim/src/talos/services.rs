@@ -1,7 +1,8 @@
 //! What ServiceList reports: apid, kubelet and (on control planes) etcd,
 //! healthy only when the node can pull their images, kubelet has a node
 //! IP (from `validSubnets`, outside the pod and service ranges) and, on a
-//! worker, an API server at the control-plane endpoint to register with,
+//! worker, an API server at the control-plane endpoint to register with
+//! (once registered, kubelet keeps running while that API server is away),
 //! and etcd has an address to advertise (from `advertisedSubnets`) and
 //! has formed. A service that waits says why, as Talos' service events do.
 
@@ -106,7 +107,7 @@ pub fn of_node(
                 list(&config.subnets.services),
             ),
         )
-    } else if egress.is_err() || config.is_control_plane() {
+    } else if egress.is_err() || config.is_control_plane() || node.run.kubelet_registered {
         pulls("kubelet")
     } else {
         match clusters.api_server_at(&config.endpoint, &config.cluster) {

@@ -16,6 +16,7 @@ use super::services;
 use super::user_data;
 use super::version::TalosVersion;
 use crate::clock::Timestamp;
+use crate::events::SimEvent;
 use crate::ids::Id;
 use crate::resources::servers::{BootTarget, Server, ServerStatus, TalosNode};
 use crate::state::World;
@@ -68,10 +69,27 @@ pub fn plan(world: &World, now: Timestamp) -> Vec<(Id, TalosNode)> {
         .collect()
 }
 
-pub fn apply(world: &mut World, updates: Vec<(Id, TalosNode)>) {
+pub fn apply(world: &mut World, updates: Vec<(Id, TalosNode)>, now: Timestamp) {
+    let at_ms = now.millis();
     for (id, node) in updates {
-        if let Some(server) = world.servers.get_mut(&id) {
-            server.talos = Some(node);
+        let Some(server) = world.servers.get_mut(&id) else {
+            continue;
+        };
+        let was = server.talos.as_ref().map(|t| &t.node.summary);
+        let now = &node.node.summary;
+        let moved = was
+            .is_none_or(|w| (w.phase, w.healthy, w.starts) != (now.phase, now.healthy, now.starts));
+        let event = moved.then(|| SimEvent::TalosNode {
+            server: id,
+            name: server.name.clone(),
+            phase: now.phase,
+            healthy: now.healthy,
+            starts: now.starts,
+            at_ms,
+        });
+        server.talos = Some(node);
+        if let Some(event) = event {
+            world.emit(event);
         }
     }
 }
@@ -79,7 +97,7 @@ pub fn apply(world: &mut World, updates: Vec<(Id, TalosNode)>) {
 /// Brings every node up to `now`.
 pub fn settle(world: &mut World, now: Timestamp) {
     let updates = plan(world, now);
-    apply(world, updates);
+    apply(world, updates, now);
 }
 
 fn advance(
@@ -168,6 +186,13 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
                 .ok()
                 .cloned();
         }
+        if node.run.apid_issuer.is_some()
+            && clusters
+                .api_server_at(&config.endpoint, &config.cluster)
+                .is_ok()
+        {
+            node.run.kubelet_registered = true;
+        }
         return;
     }
     let joinable = node.disk.etcd.founder || clusters.has_running_member(&config.cluster);
@@ -239,6 +264,7 @@ fn summarize(talos: &TalosNode, server: &Server, world: &World, clusters: &Clust
         etcd_member,
         healthy: problem.is_none(),
         problem,
+        starts: node.run.incarnation,
     }
 }
 
