@@ -21,7 +21,7 @@ use hct::talos::client_config::{
     admin_kubeconfig_at, client_certificate_expiry, talos_api_credentials, talosconfig_at,
 };
 use hct_sim::resources::servers::ServerStatus;
-use hct_sim::{FaultSpec, SimHandle};
+use hct_sim::{FaultSpec, SimEvent, SimHandle};
 use peers::talos_check::{Config, assert_clean, check};
 use serde_json::json;
 use support::reference::{pools, pools_labelled, resource_values, state_attribute, workspace};
@@ -174,6 +174,70 @@ fn assert_talos_accepts_applied_configs(sim: &SimHandle) -> usize {
         assert_clean(release, &check(release, configs));
     }
     applied.len()
+}
+
+/// How often Talos started on each node so far, by server name.
+fn talos_starts(sim: &SimHandle) -> BTreeMap<String, u64> {
+    sim.inspect(|w| {
+        w.servers
+            .values()
+            .filter_map(|s| Some((s.name.clone(), s.talos.as_ref()?.node.summary.starts)))
+            .collect()
+    })
+}
+
+/// The sim's Talos-node events received so far: (name, healthy, starts).
+fn talos_timeline(
+    events: &mut tokio::sync::broadcast::Receiver<SimEvent>,
+) -> Vec<(String, bool, u64)> {
+    let mut timeline = Vec::new();
+    loop {
+        match events.try_recv() {
+            Ok(SimEvent::TalosNode {
+                name,
+                healthy,
+                starts,
+                ..
+            }) => timeline.push((name, healthy, starts)),
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty) => return timeline,
+            Err(e) => panic!("the sim's timeline: {e}"),
+        }
+    }
+}
+
+/// From a timeline that starts with every node in service: the most nodes
+/// of `group` out of service at once (not healthy, or started again and
+/// not yet healthy), and the nodes that started again.
+fn out_of_service_at_once(
+    starts_before: &BTreeMap<String, u64>,
+    timeline: &[(String, bool, u64)],
+    group: &str,
+) -> (usize, BTreeSet<String>) {
+    let mut starts: BTreeMap<&str, u64> = starts_before
+        .iter()
+        .map(|(name, count)| (name.as_str(), *count))
+        .collect();
+    let mut down: BTreeSet<&str> = BTreeSet::new();
+    let mut restarted = BTreeSet::new();
+    let mut most = 0;
+    for (name, healthy, count) in timeline.iter().filter(|(n, ..)| n.contains(group)) {
+        let again = starts
+            .insert(name, *count)
+            .is_some_and(|before| before < *count);
+        if again {
+            restarted.insert(name.clone());
+        }
+        if *healthy {
+            // A restart seen only once it was over still took the node down.
+            most = most.max(down.len() + usize::from(again && !down.contains(name.as_str())));
+            down.remove(name.as_str());
+        } else {
+            down.insert(name);
+            most = most.max(down.len());
+        }
+    }
+    (most, restarted)
 }
 
 async fn sim() -> SimHandle {
@@ -680,7 +744,10 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
                 .contains("hct_cluster.this will be updated in-place"),
             "{out}"
         );
+        let mut timeline = sim.events();
+        let starts_before = talos_starts(&sim);
         let log = apply_with_provider_log(&ws, &upgrade, "upgrade");
+        let timeline = talos_timeline(&mut timeline);
 
         assert!(
             releases(&sim).values().all(|r| r == "v1.12.6"),
@@ -708,6 +775,13 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
         assert_one_at_a_time(&steps, &["-cp-", "-platform-", "-general-"]);
         assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
         assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
+        // The same from the sim's own timeline of its nodes: every node
+        // restarted, and no two of one group were out of service at once.
+        for group in ["-cp-", "-platform-", "-general-"] {
+            let (most, restarted) = out_of_service_at_once(&starts_before, &timeline, group);
+            assert_eq!(restarted.len(), 3, "{group}: {restarted:?}\n{timeline:#?}");
+            assert_eq!(most, 1, "{group}: {most} nodes down at once\n{timeline:#?}");
+        }
 
         let (code, out) = plan_exit_code(&ws, &upgrade);
         assert_eq!(code, 0, "plan after the upgrade\n{out}");
@@ -834,7 +908,10 @@ async fn talos_v1_12_upgrades_to_v1_13_in_place() {
                 .contains("hct_cluster.this will be updated in-place"),
             "{out}"
         );
+        let mut timeline = sim.events();
+        let starts_before = talos_starts(&sim);
         let log = apply_with_provider_log(&ws, &upgrade, "upgrade");
+        let timeline = talos_timeline(&mut timeline);
         assert!(
             releases(&sim).values().all(|r| r == "v1.13.9"),
             "{:?}",
@@ -849,6 +926,11 @@ async fn talos_v1_12_upgrades_to_v1_13_in_place() {
         let steps = node_steps(&log, "upgrading Talos", ": upgraded");
         assert_eq!(steps.len(), 18, "{steps:#?}\n{log}");
         assert_one_at_a_time(&steps, &["-cp-", "-platform-", "-general-"]);
+        for group in ["-cp-", "-platform-", "-general-"] {
+            let (most, restarted) = out_of_service_at_once(&starts_before, &timeline, group);
+            assert_eq!(restarted.len(), 3, "{group}: {restarted:?}\n{timeline:#?}");
+            assert_eq!(most, 1, "{group}: {most} nodes down at once\n{timeline:#?}");
+        }
         assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
         // The nodes run the configs made for v1.13.
         let config = general_1_config(&sim, &ws);

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::ids::Id;
 use crate::resources::servers::{BootTarget, TalosNode};
+use crate::talos::node::PhaseName;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -35,5 +36,16 @@ pub enum SimEvent {
         server: Id,
         network: Id,
         ip: Ipv4Addr,
+    },
+    /// A Talos node's phase, health or start count changed: the sim's own
+    /// timeline of its nodes (e.g. to see that upgrades go one at a time).
+    TalosNode {
+        server: Id,
+        name: String,
+        phase: PhaseName,
+        healthy: bool,
+        /// How often Talos started on it (each reboot, upgrade or boot).
+        starts: u64,
+        at_ms: u64,
     },
 }

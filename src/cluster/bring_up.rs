@@ -192,7 +192,8 @@ async fn services(
                 .iter()
                 .filter_map(|id| match services.iter().find(|s| s.id == *id) {
                     Some(s) if s.state == "Running" && s.healthy => None,
-                    Some(s) => Some(format!("{id} is {}", s.state)),
+                    Some(s) if s.message.is_empty() => Some(format!("{id} is {}", s.state)),
+                    Some(s) => Some(format!("{id} is {}: {}", s.state, s.message)),
                     None => Some(format!("{id} is not started")),
                 })
                 .collect();

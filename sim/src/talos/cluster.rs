@@ -1,6 +1,14 @@
 //! What the nodes of one cluster (same `cluster.id` and `cluster.secret`)
 //! know of each other: which control plane's trustd signs a worker's
 //! certificate, whether etcd exists, and who its members are.
+//!
+//! Workers find their control plane the way Talos does: through
+//! `cluster.controlPlane.endpoint` only. Its host must be the private IP
+//! of a running control plane (the sim resolves no names); trustd there
+//! signs only for its own cluster's token, and kubelet registers only with
+//! an API server that runs there.
+
+use std::net::IpAddr;
 
 use super::config::{ClusterIdentity, MachineConfig};
 use super::node::{EtcdMember, NodeState};
@@ -17,6 +25,7 @@ pub struct Clusters<'w> {
 struct Peer<'w> {
     state: &'w NodeState,
     config: Option<&'w MachineConfig>,
+    ips: Vec<IpAddr>,
 }
 
 impl<'w> Clusters<'w> {
@@ -24,10 +33,11 @@ impl<'w> Clusters<'w> {
         let nodes = world
             .servers
             .values()
-            .filter_map(|s| s.talos.as_ref())
-            .map(|t| Peer {
+            .filter_map(|s| Some((s, s.talos.as_ref()?)))
+            .map(|(s, t)| Peer {
                 state: &t.node,
                 config: t.node.config(),
+                ips: private_ips(s),
             })
             .collect();
         Self { nodes }
@@ -43,22 +53,55 @@ impl<'w> Clusters<'w> {
         })
     }
 
-    /// The OS CA that trustd on a running control plane signs with, for a
-    /// worker presenting `token`. None when no such control plane is up or
-    /// the token is not the cluster's.
-    pub fn trustd(
+    /// The running control plane the endpoint's host is an address of, and
+    /// its config; None when no such node answers there.
+    fn at_endpoint(&self, endpoint: &str) -> Option<(&'w NodeState, &'w MachineConfig)> {
+        let host: IpAddr = endpoint_host(endpoint)?.parse().ok()?;
+        self.nodes.iter().find_map(|p| match p.config {
+            Some(config)
+                if config.is_control_plane() && p.state.is_running() && p.ips.contains(&host) =>
+            {
+                Some((p.state, config))
+            }
+            _ => None,
+        })
+    }
+
+    /// The OS CA trustd at the worker's control-plane endpoint signs with:
+    /// None when nothing answers there, or trustd there turns the token
+    /// down (another cluster's control plane).
+    pub fn trustd_at(
         &self,
-        cluster: &ClusterIdentity,
+        endpoint: &str,
         token: &Secret,
-    ) -> Option<&'w CertificateAuthority> {
-        self.in_cluster(cluster)
-            .find(|(state, config)| {
-                config.is_control_plane()
-                    && state.is_running()
-                    && config.trustd_token == *token
-                    && config.os_ca.key.is_some()
-            })
-            .map(|(_, config)| &config.os_ca)
+    ) -> Result<&'w CertificateAuthority, String> {
+        let (_, config) = self.at_endpoint(endpoint).ok_or_else(|| {
+            format!("no control plane answers at the control plane endpoint {endpoint}")
+        })?;
+        if config.trustd_token != *token || config.os_ca.key.is_none() {
+            return Err(format!(
+                "trustd at the control plane endpoint {endpoint} refuses the node's token: \
+                 it serves another cluster"
+            ));
+        }
+        Ok(&config.os_ca)
+    }
+
+    /// Whether the Kubernetes API server at the endpoint runs and belongs
+    /// to `cluster`; Err says why kubelet cannot register.
+    pub fn api_server_at(&self, endpoint: &str, cluster: &ClusterIdentity) -> Result<(), String> {
+        let (state, config) = self
+            .at_endpoint(endpoint)
+            .ok_or_else(|| format!("no Kubernetes API server answers at {endpoint}"))?;
+        if config.cluster != *cluster {
+            return Err(format!(
+                "the API server at {endpoint} belongs to another cluster and refuses the node's credentials"
+            ));
+        }
+        if state.disk.etcd.member.is_none() {
+            return Err(format!("the API server at {endpoint} waits for etcd"));
+        }
+        Ok(())
     }
 
     /// Whether a running control plane is an etcd member to join.
@@ -93,8 +136,30 @@ impl<'w> Clusters<'w> {
     }
 }
 
-/// The name a node goes by: its config's hostname, else (as Hetzner's
-/// metadata says) the server's name.
+/// The host of an `https://host[:port][/…]` endpoint.
+pub fn endpoint_host(endpoint: &str) -> Option<&str> {
+    let authority = endpoint.strip_prefix("https://")?.split('/').next()?;
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if port.parse::<u16>().is_ok() => host,
+        _ => authority,
+    };
+    Some(host.trim_start_matches('[').trim_end_matches(']'))
+}
+
+/// The server's private IPs, as the node holds them.
+pub fn private_ips(server: &Server) -> Vec<IpAddr> {
+    server
+        .private_net
+        .iter()
+        .flat_map(|p| std::iter::once(p.ip).chain(p.alias_ips.iter().copied()))
+        .map(IpAddr::V4)
+        .collect()
+}
+
+/// The name a node goes by: its config's hostname, else the server's name.
+/// Talos' own choices (`auto: stable`, or none) rank below the hostname of
+/// the platform layer, which on Hetzner is the server name from the
+/// metadata service (the same service Talos read its user data from).
 pub fn hostname(server: &Server, config: Option<&MachineConfig>) -> String {
     config
         .and_then(|c| c.hostname.clone())

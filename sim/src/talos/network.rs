@@ -14,7 +14,14 @@ pub struct Route {
     pub destination: Option<IpNet>,
     /// None for a link-scope route.
     pub gateway: Option<IpAddr>,
+    /// The link it is configured on; None when the config picks the link
+    /// by a device selector.
+    pub link: Option<String>,
 }
+
+/// The link a Hetzner cloud server's private network arrives on: a
+/// private-only server has one NIC, eth0.
+pub const PRIVATE_LINK: &str = "eth0";
 
 impl Route {
     pub fn is_default(&self) -> bool {
@@ -33,6 +40,11 @@ pub enum NoEgress {
     )]
     NoDefaultRoute { gateway: Ipv4Addr },
     #[error(
+        "the default route is on link {link}, but the private network is on {PRIVATE_LINK} (the \
+         server's only NIC), so pulling images fails"
+    )]
+    WrongLink { link: String },
+    #[error(
         "the default route goes via {via}, but only the network gateway {gateway} forwards \
          traffic out of the private network, so pulling images fails"
     )]
@@ -43,11 +55,22 @@ pub enum NoEgress {
 /// the networks it is attached to.
 pub fn egress(routes: &[Route], gateways: &[Ipv4Addr]) -> Result<Ipv4Addr, NoEgress> {
     let first = *gateways.first().ok_or(NoEgress::Detached)?;
-    let mut defaults = routes
+    let all_defaults = routes
         .iter()
         .filter(|r| r.is_default() && r.gateway.is_some());
+    let mut defaults = all_defaults
+        .clone()
+        .filter(|r| r.link.as_deref() == Some(PRIVATE_LINK));
     let Some(default) = defaults.clone().next() else {
-        return Err(NoEgress::NoDefaultRoute { gateway: first });
+        return Err(match all_defaults.clone().next() {
+            Some(elsewhere) => NoEgress::WrongLink {
+                link: elsewhere
+                    .link
+                    .clone()
+                    .unwrap_or_else(|| "picked by a device selector".into()),
+            },
+            None => NoEgress::NoDefaultRoute { gateway: first },
+        });
     };
     defaults
         .find_map(|r| match r.gateway {
@@ -68,7 +91,22 @@ mod tests {
         Route {
             destination: destination.map(|d| d.parse().unwrap()),
             gateway: gateway.map(|g| g.parse().unwrap()),
+            link: Some(PRIVATE_LINK.into()),
         }
+    }
+
+    #[test]
+    fn only_routes_on_the_private_link_count() {
+        let mut elsewhere = route(None, Some("10.0.0.1"));
+        elsewhere.link = Some("eth7".into());
+        let err = egress(&[elsewhere], &[GATEWAY]).unwrap_err();
+        assert_eq!(
+            err,
+            NoEgress::WrongLink {
+                link: "eth7".into()
+            }
+        );
+        assert!(err.to_string().contains("on link eth7"), "{err}");
     }
 
     const GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);

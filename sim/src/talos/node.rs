@@ -91,6 +91,9 @@ pub struct Runtime {
     pub apid_issuer: Option<CertificateAuthority>,
     /// A configuration applied with mode TRY, and what it replaced.
     pub trial: Option<Trial>,
+    /// A worker's kubelet registered the node with the API server at the
+    /// endpoint since Talos started; it keeps running if that goes away.
+    pub kubelet_registered: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +147,8 @@ pub struct Summary {
     pub healthy: bool,
     /// Why it is not healthy.
     pub problem: Option<String>,
+    /// How often Talos started on the node (boots, reboots, upgrades).
+    pub starts: u64,
 }
 
 impl NodeState {

@@ -213,7 +213,7 @@ impl SampleCluster {
             SampleNetwork::LinkConfig { gateway } => documents.push(json!({
                 "apiVersion": "v1alpha1",
                 "kind": "LinkConfig",
-                "name": "enp7s0",
+                "name": "eth0",
                 "routes": [{"gateway": gateway}],
             })),
         }

@@ -184,9 +184,10 @@ impl Supervisor {
     /// API servers should run.
     fn wanted(&self) -> (BTreeMap<Id, ApidSpec>, BTreeMap<Id, KubeApiSpec>) {
         let mut world = self.sim.world();
-        let updates = lifecycle::plan(&world, world.now);
+        let now = world.now;
+        let updates = lifecycle::plan(&world, now);
         if !updates.is_empty() {
-            lifecycle::apply(&mut world, updates);
+            lifecycle::apply(&mut world, updates, now);
         }
         let apids = world
             .servers

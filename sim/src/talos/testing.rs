@@ -22,7 +22,7 @@ pub struct Lab {
 }
 
 pub fn cluster() -> SampleCluster {
-    SampleCluster::generate("lab", "https://10.0.128.10:6443").unwrap()
+    SampleCluster::generate("lab", "https://10.0.128.11:6443").unwrap()
 }
 
 pub fn control_plane() -> SampleNode {

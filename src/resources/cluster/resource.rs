@@ -29,6 +29,29 @@ use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
 
 pub const TYPE_NAME: &str = "hct_cluster";
 
+/// What the control plane's configs are made of, besides the secrets.
+const CONFIG_INPUTS: &[&str] = &[
+    "name",
+    "network_id",
+    "network_plan",
+    "talos_version",
+    "kubernetes_version",
+    "image_id",
+    "schematic_id",
+    "install_disk",
+    "config_delivery",
+    "ssh_key_ids",
+    "config_patches",
+    "control_plane",
+];
+
+/// Secrets to check configs with at plan time, before the cluster's own
+/// are made (made once per provider process; never stored or sent).
+fn checking_secrets() -> Option<Secrets> {
+    static SECRETS: std::sync::OnceLock<Option<Secrets>> = std::sync::OnceLock::new();
+    SECRETS.get_or_init(|| Secrets::generate().ok()).clone()
+}
+
 /// The state attribute with the control plane's nodes.
 const NODES: &str = "control_plane_nodes";
 
@@ -84,6 +107,24 @@ impl GroupKind for Cluster {
         let cluster = planned.get("name").as_str().unwrap_or_default().to_string();
         let slots = slots::of(&cluster, CONTROL_PLANE_GROUP, network_plan.control_plane());
         let spec = model::control_plane_group(planned);
+        // Secrets made at apply: check the configs (their patches) with
+        // stand-in secrets now, so a config no node can run fails the plan.
+        if settings.is_none()
+            && planned.get("machine_secrets").is_unknown()
+            && CONFIG_INPUTS
+                .iter()
+                .all(|name| planned.get(name).is_wholly_known())
+            && let Some(secrets) = checking_secrets()
+            && let Ok(stand_in) = model::settings(planned, secrets)
+        {
+            node_group::plan_nodes(
+                &slots,
+                &[],
+                Some((&stand_in, &spec)),
+                &attr("config_patches"),
+                &mut plan.diagnostics,
+            );
+        }
         let (nodes, new_servers) = node_group::plan_nodes(
             &slots,
             &nodes_from(prior.get(NODES)),

@@ -80,7 +80,10 @@ pub fn schema() -> Schema {
     ))
     .attribute(Attribute::optional("config_patches", Type::list(Type::String)).description(
         "Talos config patches (YAML strategic merge, or JSON6902 lists) applied last, in order, \
-         to the control-plane configs.",
+         to the control-plane configs. The patched configs are checked at plan time: keys the \
+         Talos release does not know, and changes to what hct relies on (kubelet's and etcd's \
+         subnets, the pod and service ranges, the endpoint, the default route, the hostname, the \
+         installer image) are refused.",
     ))
     .attribute(Attribute::optional_computed("config_delivery", Type::String).description(
         "`apply` (default: each config is applied over the Talos API while the new node waits \

@@ -58,8 +58,11 @@ pub fn schema() -> Schema {
         ),
     )
     .attribute(
-        Attribute::optional("config_patches", Type::list(Type::String))
-            .description("Talos config patches applied last, in order, to this pool's configs."),
+        Attribute::optional("config_patches", Type::list(Type::String)).description(
+            "Talos config patches applied last, in order, to this pool's configs, checked as \
+                 the cluster's are (at plan time once the cluster exists, else before any server \
+                 of the pool is created).",
+        ),
     )
     .attribute(Attribute::computed("id", Type::String).description("`<cluster>/<pool>`."))
     .attribute(Attribute::computed("nodes", node_list_type()).description(NODE_LIST_DESCRIPTION))

@@ -12,6 +12,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Status, Streaming};
 
+pub use super::answers::{Applied, Bootstrapped, EtcdMember, Service};
 use super::error::TalosError;
 use super::tls::{Trust, client_config};
 use crate::net::socks5;
@@ -36,35 +37,6 @@ pub enum ApplyMode {
     Try,
     /// Store it for the next boot.
     Staged,
-}
-
-/// What Talos did with an applied configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
-    pub mode: String,
-    pub details: String,
-    pub warnings: Vec<String>,
-}
-
-/// Whether this call bootstrapped etcd or it had been done already.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bootstrapped {
-    Now,
-    Already,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EtcdMember {
-    pub id: u64,
-    pub hostname: String,
-    pub is_learner: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Service {
-    pub id: String,
-    pub state: String,
-    pub healthy: bool,
 }
 
 /// Where a node is and how to get there.
@@ -271,7 +243,7 @@ impl TalosClient {
             Err(status) if status.code() == Code::AlreadyExists => Ok(Bootstrapped::Already),
             Err(status)
                 if status.code() == Code::FailedPrecondition
-                    && status.message().contains("worker") =>
+                    && status.message().contains("control plane node") =>
             {
                 Err(TalosError::NotControlPlane {
                     node: self.node.clone(),
@@ -369,7 +341,8 @@ impl TalosClient {
             .into_iter()
             .flat_map(|m| m.services)
             .map(|s| Service {
-                healthy: s.health.is_some_and(|h| h.healthy),
+                healthy: s.health.as_ref().is_some_and(|h| h.healthy),
+                message: s.health.map(|h| h.last_message).unwrap_or_default(),
                 id: s.id,
                 state: s.state,
             })

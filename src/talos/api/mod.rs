@@ -2,6 +2,7 @@
 //! connections, dialing through a SOCKS5 proxy, and the calls hct needs to
 //! bring nodes from first boot to a bootstrapped cluster.
 
+mod answers;
 mod client;
 pub mod error;
 pub mod tls;

@@ -13,14 +13,18 @@
 //! - `cluster`: the `cluster` section (endpoint, ranges, CAs, components, etcd).
 //! - `labels`: Kubernetes rules for node labels and taints.
 //! - `patch`: user `config_patches` (strategic merge, JSON6902, `$patch: delete`).
+//! - `checks`: the finished config's settings hct relies on (`known_keys`:
+//!   the keys each release knows).
 //! - `user_data`: fitting a config into Hetzner's 32 KiB user data.
 //! - `fingerprint`: a config's meaning as a SHA-256 (applied vs running).
 
+mod checks;
 mod cluster;
 mod contract;
 mod fingerprint;
 mod input;
 mod install;
+mod known_keys;
 mod labels;
 mod machine;
 mod network;
@@ -69,6 +73,8 @@ pub enum ConfigError {
         #[source]
         error: PatchError,
     },
+    #[error("config_patches make a config this node cannot run with: {0}")]
+    Unworkable(String),
     #[error(
         "the machine config is {size} bytes ({compressed} gzipped and base64-encoded), more than \
          Hetzner's user data limit of {limit} bytes; trim config_patches (inline manifests are \
@@ -122,6 +128,9 @@ pub fn generate(
     for (index, text) in input.config_patches.iter().enumerate() {
         patch::apply(&mut documents, text, node.contract)
             .map_err(|error| ConfigError::Patch { index, error })?;
+    }
+    if let Some(violation) = checks::check(&documents, &node, plan) {
+        return Err(ConfigError::Unworkable(violation.to_string()));
     }
     Ok(MachineConfig(yaml::to_string(&documents)))
 }

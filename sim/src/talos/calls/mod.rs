@@ -92,15 +92,15 @@ pub enum CallError {
     },
     #[error("{message}")]
     Injected { code: Code, message: String },
-    #[error("bootstrap is only possible on a control plane node, not on a worker")]
+    #[error("bootstrap can only be performed on a control plane node")]
     BootstrapOnWorker,
-    #[error("etcd is already bootstrapped (the etcd data directory is not empty)")]
+    #[error("etcd data directory is not empty")]
     AlreadyBootstrapped,
-    #[error("etcd does not run on worker nodes")]
+    #[error("member list is only available on control plane nodes")]
     EtcdOnWorker,
     #[error("etcd is not running on this node yet")]
     EtcdNotRunning,
-    #[error("the admin kubeconfig is only available on control plane nodes")]
+    #[error("kubeconfig is only available on control plane nodes")]
     KubeconfigOnWorker,
     #[error("the cluster is not bootstrapped yet: call Bootstrap first")]
     NotBootstrapped,
@@ -121,10 +121,8 @@ impl CallError {
             | Self::NoSuchPeer(_) => Code::Unavailable,
             Self::Maintenance(_) | Self::ModeInMaintenance(_) => Code::Unimplemented,
             Self::InvalidConfig(_) | Self::NotText | Self::InvalidImage(_) => Code::InvalidArgument,
-            Self::NeedsReboot { .. }
-            | Self::BootstrapOnWorker
-            | Self::EtcdOnWorker
-            | Self::KubeconfigOnWorker => Code::FailedPrecondition,
+            Self::EtcdOnWorker | Self::KubeconfigOnWorker => Code::Unimplemented,
+            Self::NeedsReboot { .. } | Self::BootstrapOnWorker => Code::FailedPrecondition,
             Self::AlreadyBootstrapped => Code::AlreadyExists,
             Self::NoSuchFile(_) => Code::NotFound,
             Self::Injected { code, .. } => *code,

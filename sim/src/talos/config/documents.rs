@@ -2,8 +2,8 @@
 //! the `v1alpha1` document and the typed documents (`apiVersion` + `kind`)
 //! that each Talos release knows.
 //!
-//! Only the fields the emulator acts on are read; others are ignored (real
-//! Talos rejects unknown keys, which the emulator does not check).
+//! Only the fields the emulator acts on are read here; unknown keys are
+//! refused before, as Talos' strict decoder does (`strict`).
 
 use serde::Deserialize;
 
@@ -102,6 +102,29 @@ pub struct Machine {
     pub install: Option<Install>,
     pub network: Option<MachineNetwork>,
     pub features: Option<Features>,
+    pub kubelet: Option<Kubelet>,
+}
+
+/// `machine.kubelet`: where kubelet takes its node IP from.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Kubelet {
+    #[serde(rename = "nodeIP")]
+    pub node_ip: Option<NodeIp>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NodeIp {
+    pub valid_subnets: Vec<String>,
+}
+
+/// `cluster.network`: the pod and service ranges.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ClusterNetwork {
+    pub pod_subnets: Vec<String>,
+    pub service_subnets: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -136,6 +159,10 @@ pub struct MachineNetwork {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Interface {
+    /// The link's name, or a `deviceSelector` that picks it.
+    pub interface: Option<String>,
+    #[serde(rename = "deviceSelector")]
+    pub device_selector: Option<serde_yaml_ng::Value>,
     pub routes: Vec<LegacyRoute>,
     pub vlans: Vec<Vlan>,
 }
@@ -165,6 +192,7 @@ pub struct Cluster {
     pub ca: Option<Ca>,
     pub etcd: Option<serde_yaml_ng::Value>,
     pub api_server: Option<ApiServer>,
+    pub network: Option<ClusterNetwork>,
 }
 
 /// `cluster.apiServer`: its image's tag is the Kubernetes version.

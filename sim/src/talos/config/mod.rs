@@ -13,13 +13,18 @@
 //! - `sorting`: splitting the YAML into documents and sorting them by kind;
 //! - `authorities`: the OS and Kubernetes CAs;
 //! - `hostname`: the hostname, from `v1alpha1` or `HostnameConfig`;
-//! - `routes`: the routes of interfaces, VLANs and link documents.
+//! - `routes`: the routes of interfaces, VLANs and link documents;
+//! - `subnets`: kubelet's and etcd's address filters, the pod and service
+//!   ranges;
+//! - `strict`: unknown keys and documents, refused as Talos' decoder does.
 
 mod authorities;
 pub mod documents;
 mod hostname;
 mod routes;
 mod sorting;
+mod strict;
+mod subnets;
 
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value;
@@ -29,6 +34,7 @@ use self::documents::V1Alpha1;
 use self::hostname::hostname;
 use self::routes::routes;
 use self::sorting::{sort_documents, yaml_documents};
+pub use self::subnets::{SubnetFilter, Subnets};
 use super::network::Route;
 use super::pki::{CertificateAuthority, PkiError};
 use super::secret::Secret;
@@ -69,6 +75,8 @@ pub struct MachineConfig {
     /// the config names no image (Talos then runs its default).
     pub kubernetes_version: Option<String>,
     pub routes: Vec<Route>,
+    /// Where kubelet and etcd take their addresses from.
+    pub subnets: Subnets,
     pub warnings: Vec<String>,
     /// The documents as applied: what Talos keeps at [`CONFIG_PATH`].
     pub text: Secret,
@@ -87,12 +95,9 @@ pub enum ConfigError {
     Unrecognized { document: usize },
     #[error("unknown config version {0:?} (expected v1alpha1)")]
     UnknownVersion(String),
-    #[error("unknown document: apiVersion {api_version:?}, kind {kind:?}{known_by}")]
-    UnknownKind {
-        api_version: String,
-        kind: String,
-        known_by: String,
-    },
+    /// Talos' decoder refused a document (unknown keys or kind), in its words.
+    #[error("{0}")]
+    Decode(String),
     #[error("more than one v1alpha1 document")]
     DuplicateV1Alpha1,
     #[error("more than one HostnameConfig document")]
@@ -199,6 +204,7 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         .map_err(|e| ConfigError::invalid("machine.install.image", e.to_string()))?;
     let hostname = hostname(&machine, documents.hostname)?;
     let routes = routes(&machine, documents.links)?;
+    let subnets = subnets::subnets(&machine, &cluster)?;
 
     let identity = ClusterIdentity {
         id: required(cluster.id.as_ref(), "cluster.id")?,
@@ -238,6 +244,7 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         kubernetes_ca,
         kubernetes_version,
         routes,
+        subnets,
         warnings,
         text: Secret::new(text),
     })

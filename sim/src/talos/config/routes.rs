@@ -8,9 +8,13 @@ use serde_yaml_ng::Value;
 
 use super::documents::{LegacyRoute, LinkDocument, Machine};
 use super::{ConfigError, non_empty, typed};
-use crate::talos::network::Route;
+use crate::talos::network::{PRIVATE_LINK, Route};
 
-fn legacy_route(route: &LegacyRoute, field: String) -> Result<Route, ConfigError> {
+fn legacy_route(
+    route: &LegacyRoute,
+    field: String,
+    link: Option<&str>,
+) -> Result<Route, ConfigError> {
     let destination = match route.network.trim() {
         "" => None,
         text => Some(text.parse::<IpNet>().map_err(|_| {
@@ -38,6 +42,7 @@ fn legacy_route(route: &LegacyRoute, field: String) -> Result<Route, ConfigError
     Ok(Route {
         destination,
         gateway,
+        link: link.map(str::to_string),
     })
 }
 
@@ -83,6 +88,7 @@ fn link_routes(kind: &str, value: Value) -> Result<Vec<Route>, ConfigError> {
             Ok(Route {
                 destination,
                 gateway,
+                link: Some(name.clone()),
             })
         })
         .collect()
@@ -100,14 +106,20 @@ pub(super) fn routes(
         .enumerate()
     {
         let prefix = format!("machine.network.interfaces[{i}]");
+        // A device selector can only pick the server's one NIC.
+        let link = non_empty(interface.interface.as_ref())
+            .or(interface.device_selector.is_some().then_some(PRIVATE_LINK));
         for (j, route) in interface.routes.iter().enumerate() {
-            routes.push(legacy_route(route, format!("{prefix}.routes[{j}]"))?);
+            routes.push(legacy_route(route, format!("{prefix}.routes[{j}]"), link)?);
         }
         for (v, vlan) in interface.vlans.iter().enumerate() {
+            // A VLAN is a link of its own, named after its parent and id.
+            let vlan_link = format!("{}.vlan{v}", link.unwrap_or("?"));
             for (j, route) in vlan.routes.iter().enumerate() {
                 routes.push(legacy_route(
                     route,
                     format!("{prefix}.vlans[{v}].routes[{j}]"),
+                    Some(&vlan_link),
                 )?);
             }
         }

@@ -8,6 +8,7 @@ use serde_yaml_ng::Value;
 
 use super::ConfigError;
 use super::documents::{LINK_KINDS, is_known_kind};
+use super::strict::{Origin, document_lines, unknown_keys};
 use crate::talos::version::TalosVersion;
 
 /// The documents of a config, sorted by what the emulation reads of them.
@@ -42,13 +43,28 @@ pub(super) fn sort_documents(
     talos: Option<&TalosVersion>,
 ) -> Result<Documents, ConfigError> {
     let mut documents = Documents::default();
-    for (number, value) in yaml_documents(text)? {
+    let lines = document_lines(text);
+    for (index, (number, value)) in yaml_documents(text)?.into_iter().enumerate() {
         if !value.is_mapping() {
             return Err(ConfigError::NotAMapping { document: number });
         }
-        if let Some(version) = value.get("version") {
-            if version.as_str() != Some("v1alpha1") {
+        let origin = Origin {
+            kind: text_field(&value, "kind").unwrap_or_default(),
+            api_version: text_field(&value, "apiVersion").unwrap_or_default(),
+            name: text_field(&value, "name").unwrap_or_default(),
+            line: lines.get(index).copied().unwrap_or(number),
+        };
+        let v1alpha1 = value.get("version").is_some()
+            || ["machine", "cluster", "debug", "persist"]
+                .iter()
+                .any(|k| value.get(*k).is_some());
+        if v1alpha1 {
+            let version = value.get("version").and_then(Value::as_str);
+            if version.is_some_and(|v| v != "v1alpha1") {
                 return Err(ConfigError::UnknownVersion(format!("{version:?}")));
+            }
+            if let Some(reason) = unknown_keys("v1alpha1", &value, talos) {
+                return Err(ConfigError::Decode(origin.wrap(talos, reason)));
             }
             if documents.v1alpha1.replace(value).is_some() {
                 return Err(ConfigError::DuplicateV1Alpha1);
@@ -58,13 +74,13 @@ pub(super) fn sort_documents(
         let Some(kind) = text_field(&value, "kind") else {
             return Err(ConfigError::Unrecognized { document: number });
         };
-        let api_version = text_field(&value, "apiVersion").unwrap_or_default();
+        let api_version = origin.api_version;
         if api_version != "v1alpha1" || !is_known_kind(kind, talos) {
-            return Err(ConfigError::UnknownKind {
-                api_version: api_version.to_string(),
-                kind: kind.to_string(),
-                known_by: talos.map(|v| format!(" for Talos {v}")).unwrap_or_default(),
-            });
+            let reason = format!("{kind:?} {api_version:?}: not registered");
+            return Err(ConfigError::Decode(origin.wrap(talos, reason)));
+        }
+        if let Some(reason) = unknown_keys(kind, &value, talos) {
+            return Err(ConfigError::Decode(origin.wrap(talos, reason)));
         }
         let kind = kind.to_string();
         if kind == "HostnameConfig" {

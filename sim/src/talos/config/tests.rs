@@ -138,7 +138,7 @@ fn reads_a_v1_13_worker_with_its_new_documents() {
     assert!(parsed.routes[0].is_default());
     assert_eq!(
         reason(&config, "v1.12.6"),
-        "unknown document: apiVersion \"v1alpha1\", kind \"KubeSpanConfig\" for Talos v1.12.6"
+        "error decoding document v1alpha1/KubeSpanConfig/ (line 31): \"KubeSpanConfig\" \"v1alpha1\": not registered"
     );
 }
 
@@ -147,7 +147,7 @@ fn documents_must_be_known_to_the_running_release() {
     let config = cluster().machine_config(&SampleNode::new(true, "v1.12.6", "10.0.0.1"));
     assert_eq!(
         reason(&config, "v1.11.3"),
-        "unknown document: apiVersion \"v1alpha1\", kind \"LinkConfig\" for Talos v1.11.3"
+        "\"LinkConfig\" \"v1alpha1\": not registered"
     );
     assert!(matches!(
         parse("machine: [", None),
@@ -173,9 +173,7 @@ fn link_routes_follow_the_v1_12_rules() {
     node.network = SampleNetwork::Isolated;
     let base = cluster.machine_config(&node);
     let with_link = |routes: &str| {
-        format!(
-            "{base}---\napiVersion: v1alpha1\nkind: LinkConfig\nname: enp7s0\nroutes: {routes}\n"
-        )
+        format!("{base}---\napiVersion: v1alpha1\nkind: LinkConfig\nname: eth0\nroutes: {routes}\n")
     };
     let spelled_out = with_link("[{destination: 0.0.0.0/0, gateway: 10.0.0.1}]");
     assert!(reason(&spelled_out, "v1.12.6").contains("must be a valid IP prefix"));
@@ -236,4 +234,25 @@ fn reboots_are_needed_for_identity_changes_only() {
     let other = SampleCluster::generate("other", "https://x:6443").unwrap();
     let elsewhere = parse(&other.machine_config(&node), None).unwrap();
     assert!(config.reboot_needed_for(&elsewhere).is_some());
+}
+
+#[test]
+fn unknown_keys_are_refused_in_talos_words() {
+    let config = cluster().machine_config(&SampleNode::new(true, "v1.12.6", "10.0.0.1"));
+    let misspelled = edit(&config, |d| {
+        d["machine"]["kubelet"] = serde_yaml_ng::from_str("extraArg: {v: '2'}").unwrap();
+    });
+    assert_eq!(
+        reason(&misspelled, "v1.12.6"),
+        "error decoding document /v1alpha1/ (line 1): unknown keys found during decoding:\n\
+         machine:\n    kubelet:\n        extraArg:\n            v: \"2\"\n"
+    );
+    assert!(reason(&misspelled, "v1.11.3").starts_with("unknown keys found during decoding:\n"));
+    let link =
+        format!("{config}---\napiVersion: v1alpha1\nkind: DHCPv4Config\nname: eth0\nmtux: 1\n");
+    assert!(
+        reason(&link, "v1.12.6").contains("v1alpha1/DHCPv4Config/eth0 (line "),
+        "{}",
+        reason(&link, "v1.12.6")
+    );
 }

@@ -9,17 +9,17 @@
 //! tick, and every Talos API call before it answers.
 
 use super::cluster::{self, Clusters};
-use super::config::{self, MachineConfig};
+use super::config;
 use super::faults;
-use super::network::{self, NoEgress};
 use super::node::{ApidState, EtcdMember, Phase, PhaseName, Summary};
+use super::services;
 use super::user_data;
 use super::version::TalosVersion;
 use crate::clock::Timestamp;
+use crate::events::SimEvent;
 use crate::ids::Id;
 use crate::resources::servers::{BootTarget, Server, ServerStatus, TalosNode};
 use crate::state::World;
-use std::net::Ipv4Addr;
 
 /// What a node does when it goes down and comes back; each has its
 /// duration (`--duration talos_install=30s`).
@@ -54,25 +54,6 @@ pub fn back_at(world: &World, server: &Server, restart: Restart, now: Timestamp)
     now.plus(delay)
 }
 
-/// The gateways of the networks the server is attached to.
-pub fn gateways(world: &World, server: &Server) -> Vec<Ipv4Addr> {
-    server
-        .private_net
-        .iter()
-        .filter_map(|p| world.networks.get(&p.network))
-        .map(|n| n.gateway())
-        .collect()
-}
-
-/// Whether the node's traffic gets out, and through which gateway.
-pub fn egress(
-    world: &World,
-    server: &Server,
-    config: &MachineConfig,
-) -> Result<Ipv4Addr, NoEgress> {
-    network::egress(&config.routes, &gateways(world, server))
-}
-
 /// The nodes whose state changes by `now`, as they will be.
 pub fn plan(world: &World, now: Timestamp) -> Vec<(Id, TalosNode)> {
     let clusters = Clusters::of(world);
@@ -88,10 +69,27 @@ pub fn plan(world: &World, now: Timestamp) -> Vec<(Id, TalosNode)> {
         .collect()
 }
 
-pub fn apply(world: &mut World, updates: Vec<(Id, TalosNode)>) {
+pub fn apply(world: &mut World, updates: Vec<(Id, TalosNode)>, now: Timestamp) {
+    let at_ms = now.millis();
     for (id, node) in updates {
-        if let Some(server) = world.servers.get_mut(&id) {
-            server.talos = Some(node);
+        let Some(server) = world.servers.get_mut(&id) else {
+            continue;
+        };
+        let was = server.talos.as_ref().map(|t| &t.node.summary);
+        let now = &node.node.summary;
+        let moved = was
+            .is_none_or(|w| (w.phase, w.healthy, w.starts) != (now.phase, now.healthy, now.starts));
+        let event = moved.then(|| SimEvent::TalosNode {
+            server: id,
+            name: server.name.clone(),
+            phase: now.phase,
+            healthy: now.healthy,
+            starts: now.starts,
+            at_ms,
+        });
+        server.talos = Some(node);
+        if let Some(event) = event {
+            world.emit(event);
         }
     }
 }
@@ -99,7 +97,7 @@ pub fn apply(world: &mut World, updates: Vec<(Id, TalosNode)>) {
 /// Brings every node up to `now`.
 pub fn settle(world: &mut World, now: Timestamp) {
     let updates = plan(world, now);
-    apply(world, updates);
+    apply(world, updates, now);
 }
 
 fn advance(
@@ -184,13 +182,29 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
     if !config.is_control_plane() {
         if node.run.apid_issuer.is_none() {
             node.run.apid_issuer = clusters
-                .trustd(&config.cluster, &config.trustd_token)
+                .trustd_at(&config.endpoint, &config.trustd_token)
+                .ok()
                 .cloned();
+        }
+        if node.run.apid_issuer.is_some()
+            && clusters
+                .api_server_at(&config.endpoint, &config.cluster)
+                .is_ok()
+        {
+            node.run.kubelet_registered = true;
         }
         return;
     }
     let joinable = node.disk.etcd.founder || clusters.has_running_member(&config.cluster);
-    if node.disk.etcd.member.is_none() && joinable && egress(world, server, &config).is_ok() {
+    let advertises = config
+        .subnets
+        .etcd_address(&cluster::private_ips(server))
+        .is_some();
+    if node.disk.etcd.member.is_none()
+        && joinable
+        && advertises
+        && services::egress(world, server, &config).is_ok()
+    {
         node.disk.etcd.member = Some(EtcdMember {
             id: fastrand::u64(1..),
             hostname: cluster::hostname(server, Some(&config)),
@@ -214,23 +228,26 @@ fn summarize(talos: &TalosNode, server: &Server, world: &World, clusters: &Clust
         (Phase::Running, Some(_)) => ApidState::AwaitingCertificate,
         _ => ApidState::Down,
     };
-    let egress = config.map(|c| egress(world, server, c));
+    let egress = config.map(|c| services::egress(world, server, c));
     let etcd_member = node.disk.etcd.member.is_some();
-    let control_plane = config.is_some_and(MachineConfig::is_control_plane);
     let problem = match (&node.phase, config) {
         (Phase::Off, _) => Some("Talos is not running: the server is off or in rescue".into()),
         (Phase::Booting { .. }, _) => Some("booting".into()),
         (Phase::Halted { reason }, _) => Some(reason.clone()),
         (Phase::Running, None) => Some("in maintenance mode: no configuration applied yet".into()),
-        (Phase::Running, Some(_)) if apid == ApidState::AwaitingCertificate => {
-            Some("waiting for trustd on a control plane to sign apid's certificate".into())
-        }
-        (Phase::Running, Some(_)) => match &egress {
+        (Phase::Running, Some(c)) if apid == ApidState::AwaitingCertificate => Some(format!(
+            "waiting for trustd on a control plane to sign apid's certificate: {}",
+            clusters
+                .trustd_at(&c.endpoint, &c.trustd_token)
+                .err()
+                .unwrap_or_else(|| "not asked yet".into())
+        )),
+        (Phase::Running, Some(c)) => match &egress {
             Some(Err(e)) => Some(e.to_string()),
-            _ if control_plane && !etcd_member => {
-                Some("etcd waits for bootstrap or a running member to join".into())
-            }
-            _ => None,
+            _ => services::of_node(world, server, node, c, clusters)
+                .into_iter()
+                .find(|s| !s.healthy)
+                .map(|s| format!("{} is {}: {}", s.id, s.state, s.message)),
         },
     };
     Summary {
@@ -247,8 +264,11 @@ fn summarize(talos: &TalosNode, server: &Server, world: &World, clusters: &Clust
         etcd_member,
         healthy: problem.is_none(),
         problem,
+        starts: node.run.incarnation,
     }
 }
 
+#[cfg(test)]
+mod settings_tests;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! power cycles, slow boots, and clusters forming, on a lab of emulated
 //! nodes.
 
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use super::*;
@@ -54,7 +55,7 @@ fn user_data_configures_the_node_at_boot() {
     );
     assert_eq!(
         talos.node.summary.problem.as_deref(),
-        Some("etcd waits for bootstrap or a running member to join")
+        Some("etcd is Preparing: waiting for bootstrap or a running member to join")
     );
 }
 
@@ -140,7 +141,18 @@ fn workers_wait_for_trustd_and_control_planes_form_etcd() {
     let cp2 = lab.server("cp-2", "10.0.128.12", "v1.12.6", Some(config));
     lab.settle();
     assert_eq!(lab.talos(w).node.summary.apid, ApidState::Serving);
-    assert!(lab.talos(w).node.summary.healthy);
+    let problem = lab
+        .talos(w)
+        .node
+        .summary
+        .problem
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        problem.contains("unable to register node with API server")
+            && problem.contains("waits for etcd"),
+        "kubelet registers once the API server at the endpoint runs: {problem}"
+    );
     assert!(!lab.talos(cp1).node.summary.etcd_member);
 
     lab.world

@@ -1,0 +1,322 @@
+//! What hct checks in a node's finished config (its settings with the
+//! user's `config_patches` applied) before any server is touched: the
+//! settings hct relies on and Talos would take without complaint, only to
+//! leave the node out of the cluster:
+//!
+//! - every key known to the release (Talos' strict decoder refuses others,
+//!   and from user data the node does not start at all);
+//! - kubelet's `nodeIP.validSubnets` and the pod and service ranges leave
+//!   each planned node an IP (otherwise kubelet never starts); etcd's
+//!   `advertisedSubnets` hold each control plane's IP;
+//! - `cluster.controlPlane.endpoint` is the plan's endpoint (workers find
+//!   trustd and the API server only through it);
+//! - the default route is on the private interface, via the network
+//!   gateway (the only way out of a private network);
+//! - the hostname is the server name (Kubernetes node and etcd member
+//!   names, and the cloud controller manager, go by it);
+//! - the installer image installs the release the cluster runs.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use ipnet::IpNet;
+use serde_json::Value;
+
+use super::input::{Node, Role};
+use super::install;
+use super::known_keys;
+use crate::network_plan::NetworkPlan;
+
+/// A setting hct cannot build a working node with: what is wrong and how
+/// to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub setting: String,
+    pub problem: String,
+    pub fix: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}. {}", self.setting, self.problem, self.fix)
+    }
+}
+
+fn violation(setting: &str, problem: String, fix: &str) -> Violation {
+    Violation {
+        setting: setting.to_string(),
+        problem,
+        fix: fix.to_string(),
+    }
+}
+
+fn v1alpha1(documents: &[Value]) -> Option<&Value> {
+    documents.iter().find(|d| d.get("kind").is_none())
+}
+
+fn kind<'a>(documents: &'a [Value], kind: &str) -> impl Iterator<Item = &'a Value> {
+    documents
+        .iter()
+        .filter(move |d| d.get("kind").and_then(Value::as_str) == Some(kind))
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+/// Talos' address filter: inside an included CIDR (any when none is
+/// listed) and in no `!`-excluded one. Unparsable entries match nothing.
+fn passes(filter: &[String], ip: IpAddr) -> bool {
+    let parse = |text: &str| {
+        text.parse::<IpNet>()
+            .or_else(|_| text.parse::<IpAddr>().map(IpNet::from))
+            .ok()
+    };
+    let (exclude, include): (Vec<&String>, Vec<&String>) =
+        filter.iter().partition(|e| e.trim().starts_with('!'));
+    let included = include.is_empty()
+        || include
+            .iter()
+            .filter_map(|e| parse(e.trim()))
+            .any(|n| n.contains(&ip));
+    let excluded = exclude
+        .iter()
+        .filter_map(|e| parse(e.trim().trim_start_matches('!')))
+        .any(|n| n.contains(&ip));
+    included && !excluded
+}
+
+fn planned_ips(plan: &NetworkPlan, role: Role) -> Vec<Ipv4Addr> {
+    match role {
+        Role::ControlPlane => plan.control_plane().ips.clone(),
+        Role::Worker => plan
+            .worker_pools()
+            .values()
+            .flat_map(|g| g.ips.iter().copied())
+            .collect(),
+    }
+}
+
+/// The first setting of the finished config hct cannot build a working
+/// node with, if any.
+pub(crate) fn check(documents: &[Value], node: &Node, plan: &NetworkPlan) -> Option<Violation> {
+    for document in documents {
+        if let Some(path) = known_keys::first_unknown(document, &node.talos) {
+            let kind = document
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("v1alpha1");
+            return Some(violation(
+                &format!("{kind} document, key {path}"),
+                format!(
+                    "Talos {} does not know this key (its strict decoder refuses the whole config)",
+                    node.talos
+                ),
+                "Check its spelling and place against the Talos configuration reference for this release.",
+            ));
+        }
+    }
+    let main = v1alpha1(documents)?;
+    addresses(main, node, plan)
+        .or_else(|| endpoint(main, plan))
+        .or_else(|| default_route(main, documents, node, plan))
+        .or_else(|| hostname(main, documents, node))
+        .or_else(|| installer(main, node))
+}
+
+fn addresses(main: &Value, node: &Node, plan: &NetworkPlan) -> Option<Violation> {
+    let valid = strings(main.pointer("/machine/kubelet/nodeIP/validSubnets"));
+    let mut ranges = strings(main.pointer("/cluster/network/podSubnets"));
+    ranges.extend(strings(main.pointer("/cluster/network/serviceSubnets")));
+    let ips = planned_ips(plan, node.role);
+    if let Some(ip) = ips.iter().find(|ip| !passes(&valid, IpAddr::V4(**ip))) {
+        return Some(violation(
+            "machine.kubelet.nodeIP.validSubnets",
+            format!(
+                "{valid:?} holds no address of the node at {ip}, so kubelet finds no node IP and never starts"
+            ),
+            "Leave validSubnets to hct (the plan's node ranges) or list ranges that hold the nodes' IPs.",
+        ));
+    }
+    let in_ranges = |ip: &Ipv4Addr| {
+        ranges.iter().find(|r| {
+            r.parse::<IpNet>()
+                .is_ok_and(|n| n.contains(&IpAddr::V4(*ip)))
+        })
+    };
+    if let Some((ip, range)) = ips.iter().find_map(|ip| in_ranges(ip).map(|r| (ip, r))) {
+        return Some(violation(
+            "cluster.network.podSubnets/serviceSubnets",
+            format!(
+                "{range} holds the node address {ip}: Talos never takes a node IP from the pod or service ranges, so kubelet never starts and in-cluster routing to those addresses breaks"
+            ),
+            "Keep pod_cidr and service_cidr of hct_network_plan outside the node subnet, and do not patch cluster.network.",
+        ));
+    }
+    if node.role == Role::ControlPlane {
+        let advertised = strings(main.pointer("/cluster/etcd/advertisedSubnets"));
+        if let Some(ip) = ips.iter().find(|ip| !passes(&advertised, IpAddr::V4(**ip))) {
+            return Some(violation(
+                "cluster.etcd.advertisedSubnets",
+                format!(
+                    "{advertised:?} holds no address of the control plane at {ip}, so etcd has no address to advertise and never starts"
+                ),
+                "Leave advertisedSubnets to hct (the control-plane range) or list a range that holds the control planes' IPs.",
+            ));
+        }
+    }
+    None
+}
+
+fn endpoint(main: &Value, plan: &NetworkPlan) -> Option<Violation> {
+    let found = main
+        .pointer("/cluster/controlPlane/endpoint")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let wanted = plan.cluster_endpoint();
+    (found != wanted).then(|| {
+        violation(
+            "cluster.controlPlane.endpoint",
+            format!("is {found:?}, but this cluster's control plane is at {wanted}: workers reach trustd and the API server only through it, so they would never join"),
+            "Do not patch the endpoint; hct sets it from the network plan.",
+        )
+    })
+}
+
+/// Routes on `link` (v1alpha1 interfaces and `LinkConfig` documents).
+fn routes_on<'a>(
+    main: &'a Value,
+    documents: &'a [Value],
+    link: &'a str,
+) -> Vec<(&'a str, &'a str)> {
+    let mut found = Vec::new();
+    for interface in main
+        .pointer("/machine/network/interfaces")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|i| i.get("interface").and_then(Value::as_str) == Some(link))
+    {
+        for route in interface
+            .get("routes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let network = route
+                .get("network")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let gateway = route
+                .get("gateway")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            found.push((network, gateway));
+        }
+    }
+    for document in kind(documents, "LinkConfig")
+        .filter(|d| d.get("name").and_then(Value::as_str) == Some(link))
+    {
+        for route in document
+            .get("routes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let destination = route
+                .get("destination")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let gateway = route
+                .get("gateway")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            found.push((destination, gateway));
+        }
+    }
+    found
+}
+
+fn default_route(
+    main: &Value,
+    documents: &[Value],
+    node: &Node,
+    plan: &NetworkPlan,
+) -> Option<Violation> {
+    let gateway = plan.gateway().to_string();
+    let routes = routes_on(main, documents, &node.interface);
+    let defaults: Vec<&str> = routes
+        .iter()
+        .filter(|(to, _)| to.is_empty() || *to == "0.0.0.0/0")
+        .map(|(_, via)| *via)
+        .collect();
+    if defaults.contains(&gateway.as_str()) {
+        return None;
+    }
+    let problem = match defaults.first() {
+        Some(via) => format!(
+            "the default route on {} goes via {via}, but only the network gateway {gateway} forwards traffic out of the private network",
+            node.interface
+        ),
+        None => format!(
+            "there is no default route on the private interface {} via the network gateway {gateway}, so the node cannot pull images",
+            node.interface
+        ),
+    };
+    Some(violation(
+        "default route",
+        problem,
+        "Do not patch the routes or the interface hct configures; hct makes the default route from the network plan's gateway.",
+    ))
+}
+
+fn hostname(main: &Value, documents: &[Value], node: &Node) -> Option<Violation> {
+    let legacy = main
+        .pointer("/machine/network/hostname")
+        .and_then(Value::as_str);
+    let document = kind(documents, "HostnameConfig").next();
+    let named = document
+        .and_then(|d| d.get("hostname"))
+        .and_then(Value::as_str)
+        .or(legacy);
+    let auto = document.and_then(|d| d.get("auto")).and_then(Value::as_str);
+    if named == Some(node.hostname.as_str()) && auto.is_none_or(|a| a == "off") {
+        return None;
+    }
+    let problem = match (named, auto) {
+        (_, Some(auto)) if auto != "off" => format!("is left to Talos (auto: {auto})"),
+        (Some(other), _) => format!("is {other:?}"),
+        (None, _) => "is not set".to_string(),
+    };
+    Some(violation(
+        "hostname",
+        format!(
+            "{problem}, but the node must be named {:?} (the server name), which Kubernetes node names, etcd members and the Hetzner cloud controller manager go by",
+            node.hostname
+        ),
+        "Do not patch the hostname; hct sets it to the server name.",
+    ))
+}
+
+fn installer(main: &Value, node: &Node) -> Option<Violation> {
+    let image = main
+        .pointer("/machine/install/image")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
+    (tag != node.talos.to_string()).then(|| {
+        violation(
+            "machine.install.image",
+            format!(
+                "{image:?} is not an installer of Talos {} (hct's is {})",
+                node.talos,
+                install::installer_image(node)
+            ),
+            "Change talos_version to upgrade; do not patch the installer image.",
+        )
+    })
+}
