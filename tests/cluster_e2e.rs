@@ -139,9 +139,10 @@ fn assert_one_at_a_time(steps: &[String], groups: &[&str]) {
     }
 }
 
-/// Talos' own validation (its machinery at the release each node runs, cloud
-/// mode, strict) of the config every configured node of the sim runs: what
-/// hct applied, as the node keeps it. Returns how many were judged.
+/// Talos' own validation (cloud mode, strict; by the machinery checker of
+/// the Talos minor each node runs, e.g. v1.12.6 for v1.12.x) of the config
+/// every configured node of the sim runs: what hct applied, as the node
+/// keeps it. Returns how many were judged.
 fn assert_talos_accepts_applied_configs(sim: &SimHandle) -> usize {
     let applied: Vec<(String, String, String)> = sim.inspect(|w| {
         w.servers

@@ -184,7 +184,8 @@ fn mutations() -> Vec<Mutation> {
             talos: "v1.11.3",
             target: Target::ControlPlane,
             patch: json6902(json!([{"op": "replace",
-                "path": "/machine/network/interfaces/0/routes/0/gateway", "value": "10.0.128.2"}])),
+                // routes[0] is the on-link route to the gateway; [1] the default.
+                "path": "/machine/network/interfaces/0/routes/1/gateway", "value": "10.0.128.2"}])),
             cause: &["10.0.128.2"],
         },
         Mutation {
@@ -514,7 +515,8 @@ fn judged() -> Vec<Judged> {
             talos: "v1.11.3",
             target: Target::ControlPlane,
             edit: Box::new(|d| {
-                at(&mut d[0], &["machine", "network", "interfaces"])[0]["routes"][0]["gateway"] =
+                // routes[0] is the on-link route to the gateway; [1] the default.
+                at(&mut d[0], &["machine", "network", "interfaces"])[0]["routes"][1]["gateway"] =
                     "10.0.128.2".into()
             }),
             says: "only the network gateway 10.0.0.1 forwards",

@@ -36,20 +36,36 @@ struct Needle {
     value: String,
 }
 
-/// Every secret value in `text` (YAML), labelled with `origin` and its key;
-/// a base64 private key also yields its PEM body's first line, in case
-/// something decoded it before logging.
+/// Every secret value in `text` (block-style YAML), labelled with `origin`
+/// and its key's path (`certs.os.key`); a base64 private key also yields its
+/// PEM body's first line, in case something decoded it before logging.
 fn secrets_in_yaml(origin: &str, text: &str) -> Vec<Needle> {
     let mut needles = Vec::new();
+    // The keys above the current line, with their indentation.
+    let mut parents: Vec<(usize, String)> = Vec::new();
     for line in text.lines() {
-        let Some((key, value)) = line.trim().split_once(':') else {
+        let indent = line.len() - line.trim_start().len();
+        let Some((key, value)) = line.trim().trim_start_matches("- ").split_once(':') else {
             continue;
         };
+        let key = key.trim();
+        while parents.last().is_some_and(|(i, _)| *i >= indent) {
+            parents.pop();
+        }
         let value = value.trim().trim_matches('"');
-        if !SECRET_KEYS.contains(&key.trim()) || value.len() < 16 {
+        if value.is_empty() {
+            parents.push((indent, key.to_owned()));
             continue;
         }
-        let what = format!("{origin}: {}", key.trim());
+        if !SECRET_KEYS.contains(&key) || value.len() < 16 {
+            continue;
+        }
+        let path: Vec<&str> = parents
+            .iter()
+            .map(|(_, k)| k.as_str())
+            .chain([key])
+            .collect();
+        let what = format!("{origin}: {}", path.join("."));
         if let Some(pem) = STANDARD
             .decode(value)
             .ok()
@@ -188,20 +204,35 @@ async fn user_data_delivery_is_opt_in_warns_and_exposes_the_secrets() {
             .expect_success("apply with user_data");
         // What the warning says is true: the check above finds them here.
         let needles = state_secrets(&ws, &sim);
+        let ca_keys = [
+            "machine_secrets: certs.etcd.key",
+            "machine_secrets: certs.k8s.key",
+            "machine_secrets: certs.k8saggregator.key",
+            "machine_secrets: certs.k8sserviceaccount.key",
+            "machine_secrets: certs.os.key",
+            "machine_secrets: secrets.secretboxencryptionsecret",
+        ];
+        let tokens = [
+            "machine_secrets: trustdinfo.token",
+            "machine_secrets: secrets.bootstraptoken",
+        ];
+        for needle in ca_keys.iter().chain(&tokens) {
+            assert!(
+                needles.iter().any(|n| n.what == *needle),
+                "no {needle} in the state"
+            );
+        }
         for (server, secrets) in secrets_in_user_data(&sim, &needles) {
             let has = |what: &str| secrets.iter().any(|s| s == what);
-            assert!(has("machine_secrets: token"), "{server}: {secrets:?}");
-            if server.contains("-cp-") {
-                assert!(has("machine_secrets: key"), "{server}: {secrets:?}");
-                assert!(
-                    has("machine_secrets: secretboxencryptionsecret"),
-                    "{server}: {secrets:?}"
-                );
-            } else {
-                // Talos gives workers no CA key, and no encryption secret.
-                assert!(
-                    !has("machine_secrets: secretboxencryptionsecret"),
-                    "{server}: {secrets:?}"
+            for token in tokens {
+                assert!(has(token), "{server}: {secrets:?}");
+            }
+            for key in ca_keys {
+                // Control planes hold every CA key; Talos gives workers none.
+                assert_eq!(
+                    has(key),
+                    server.contains("-cp-"),
+                    "{server}, {key}: {secrets:?}"
                 );
             }
             // Client credentials and the hcloud token are never in a config.
@@ -264,13 +295,32 @@ async fn no_secret_is_in_any_log_line_at_trace_level() {
         ));
         // The secrets as they are at the end (the client configs are issued
         // again when the endpoint changes, never on an upgrade).
-        let needles = state_secrets(&ws, &sim);
+        let mut needles = state_secrets(&ws, &sim);
         logs.push((
             "destroy",
             traced(
                 &ws,
                 &[&["destroy", "-auto-approve"], &v1_13[..]].concat(),
                 "destroy",
+            ),
+        ));
+        // The opt-in delivery sends whole configs to Hetzner: not to the log.
+        let user_data = ["-var", "config_delivery=user_data"];
+        logs.push((
+            "apply with user_data",
+            traced(
+                &ws,
+                &[&["apply", "-auto-approve"], &user_data[..]].concat(),
+                "apply with user_data",
+            ),
+        ));
+        needles.extend(state_secrets(&ws, &sim));
+        logs.push((
+            "destroy with user_data",
+            traced(
+                &ws,
+                &[&["destroy", "-auto-approve"], &user_data[..]].concat(),
+                "destroy with user_data",
             ),
         ));
         let mut hits = Vec::new();

@@ -76,7 +76,7 @@ pub(super) async fn back_in_service(
 /// Until the node answers with the cluster's certificate (it is configured).
 async fn talos_api(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterError> {
     let address = group.address(node.ip);
-    wait::first_answer(
+    wait::until(
         group.deadline,
         &node.name,
         "waiting for the Talos API",

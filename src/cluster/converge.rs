@@ -116,7 +116,7 @@ impl Group<'_> {
                 // config made for it.
                 upgrade::to_release(self, &node).await?;
                 info!(node = %node.name, "machine config changed; applying it");
-                self.apply_config(d, node.ip, Contact::Known).await?;
+                self.apply_config(d, node.ip).await?;
             }
         }
         self.remove_spare_placement_groups(
@@ -184,19 +184,14 @@ impl Group<'_> {
                 d.slot.name
             )))?;
         if needs_apply {
-            self.apply_config(d, d.slot.ip, Contact::First).await?;
+            self.apply_config(d, d.slot.ip).await?;
         }
         Ok(d.slot.name.clone())
     }
 
     /// Gives the node its config: over mTLS when it is configured (Talos
     /// applies without reboot where it can), in maintenance mode otherwise.
-    async fn apply_config(
-        &self,
-        d: &Desired,
-        ip: Ipv4Addr,
-        contact: Contact,
-    ) -> Result<(), ClusterError> {
+    async fn apply_config(&self, d: &Desired, ip: Ipv4Addr) -> Result<(), ClusterError> {
         let address = self.address(ip);
         let config = d.config.as_str().as_bytes();
         let step = "applying the machine config";
@@ -221,21 +216,20 @@ impl Group<'_> {
                 Ok(())
             }
         };
-        match contact {
-            Contact::First => wait::first_answer(self.deadline, &d.slot.name, step, attempt).await,
-            Contact::Known => wait::until(self.deadline, &d.slot.name, step, attempt).await,
+        // A node that never took a config has never answered: if it times
+        // out, the likely causes are the ones of a first boot.
+        let never_configured = self
+            .recorder
+            .node(&d.slot.name)
+            .is_none_or(|node| node.config_sha256.is_none());
+        if never_configured {
+            wait::first_answer(self.deadline, &d.slot.name, step, attempt).await
+        } else {
+            wait::until(self.deadline, &d.slot.name, step, attempt).await
         }?;
         self.recorder.update(&d.slot.name, |node| {
             node.config_sha256 = Some(d.sha256.clone())
         });
         Ok(())
     }
-}
-
-/// Whether a node is expected to answer for the first time (a server just
-/// created or adopted) or has answered before (a re-apply).
-#[derive(Clone, Copy)]
-enum Contact {
-    First,
-    Known,
 }

@@ -42,11 +42,9 @@ impl ConfigDelivery {
     pub const DEFAULT: Self = Self::Apply;
 
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "user_data" => Some(Self::UserData),
-            "apply" => Some(Self::Apply),
-            _ => None,
-        }
+        [Self::UserData, Self::Apply]
+            .into_iter()
+            .find(|delivery| delivery.as_str() == text)
     }
 
     pub fn as_str(self) -> &'static str {

@@ -127,23 +127,11 @@ where
 {
     until(deadline, node, step, attempt)
         .await
-        .map_err(|error| match error {
-            ClusterError::Timeout {
-                node,
-                step,
-                waited,
-                timeout,
-                last,
-                ..
-            } => ClusterError::Timeout {
-                node,
-                step,
-                waited,
-                timeout,
-                last,
-                first_answer: true,
-            },
-            other => other,
+        .map_err(|mut error| {
+            if let ClusterError::Timeout { first_answer, .. } = &mut error {
+                *first_answer = true;
+            }
+            error
         })
 }
 

@@ -72,6 +72,20 @@ struct ImageAnswer {
     action: Action,
 }
 
+/// A server of hct's that is not attached at its planned IP.
+fn wrong_private_ip(spec: &PrivateServer, found: Option<Ipv4Addr>) -> HcloudError {
+    HcloudError::Decode {
+        context: spec.name.clone(),
+        reason: format!(
+            "the server is attached to network {} at {}, not at the planned {}; delete the \
+             server and apply again",
+            spec.network,
+            found.map_or_else(|| "no address".to_owned(), |ip| ip.to_string()),
+            spec.ip
+        ),
+    }
+}
+
 impl Client {
     /// The server, or None when it no longer exists.
     pub async fn server(&self, id: i64) -> Result<Option<Server>, HcloudError> {
@@ -191,16 +205,7 @@ impl Client {
         let found = self.server(server).await?;
         match found.as_ref().and_then(|s| s.private_ip(spec.network)) {
             Some(ip) if ip == spec.ip => Ok(()),
-            other => Err(HcloudError::Decode {
-                context: spec.name.clone(),
-                reason: format!(
-                    "Hetzner says the server is already attached to network {}, but it is at \
-                     {}, not at the planned {}; delete the server and apply again",
-                    spec.network,
-                    other.map_or_else(|| "no address".to_owned(), |ip| ip.to_string()),
-                    spec.ip
-                ),
-            }),
+            other => Err(wrong_private_ip(spec, other)),
         }
     }
 
@@ -384,16 +389,7 @@ impl Client {
 
         match server.private_ip(spec.network) {
             Some(ip) if ip == spec.ip => {}
-            Some(other) => {
-                return Err(HcloudError::Decode {
-                    context: spec.name.clone(),
-                    reason: format!(
-                        "the server is attached to network {} at {other}, not at the planned {}; \
-                         delete the server and apply again",
-                        spec.network, spec.ip
-                    ),
-                });
-            }
+            Some(other) => return Err(wrong_private_ip(spec, Some(other))),
             None => {
                 match self
                     .attach_to_network(server.id, spec.network, &spec.ip.to_string())

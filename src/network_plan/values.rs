@@ -67,7 +67,7 @@ impl NetworkPlan {
         })
     }
 
-    /// A Cilium cluster-wide policy that keeps every pod from Hetzner's
+    /// A Cilium cluster-wide policy that keeps pods from Hetzner's
     /// metadata service (which serves user data, and so a config delivered
     /// as `user_data`). It selects Cilium endpoints only: host-network pods
     /// such as the Hetzner CCM and CSI node plugin, which read metadata, are

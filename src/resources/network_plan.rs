@@ -124,9 +124,10 @@ impl DataSource for NetworkPlanDataSource {
              and with Talos (KubePrism on `localhost:7445`, no kube-proxy).",
         ))
         .attribute(Attribute::computed("cilium_metadata_policy", Type::String).description(
-            "A CiliumClusterwideNetworkPolicy (JSON manifest) that keeps every pod from \
-             Hetzner's metadata service at 169.254.169.254; host-network components (the \
-             Hetzner CCM and CSI) keep it. Needed where configs are delivered as user data \
+            "A CiliumClusterwideNetworkPolicy (JSON manifest) that keeps pods from Hetzner's \
+             metadata service at 169.254.169.254, with default deny off (Cilium 1.15 or newer). \
+             Host-network pods are not Cilium endpoints and keep it (the Hetzner CCM and CSI \
+             need it). Needed where configs are delivered as user data \
              (`config_delivery = \"user_data\"`); harmless otherwise.",
         ))
         .attribute(Attribute::computed("hccm_values", Type::String).description(

@@ -128,18 +128,18 @@ pub fn validate(config: &Value) -> Diagnostics {
             .at(attr("install_disk")),
         );
     }
-    if let Some(delivery) = config.get("config_delivery").as_str() {
-        match ConfigDelivery::parse(delivery) {
-            None => found.push(
-                Diagnostic::error(
-                    "Invalid config_delivery",
-                    format!("{delivery:?}: use \"apply\" (the default) or \"user_data\"."),
-                )
-                .at(attr("config_delivery")),
-            ),
-            Some(ConfigDelivery::UserData) => found.push(user_data_warning()),
-            Some(ConfigDelivery::Apply) => {}
-        }
+    // "user_data" is warned about at plan time, where an existing cluster's
+    // state counts too.
+    if let Some(delivery) = config.get("config_delivery").as_str()
+        && ConfigDelivery::parse(delivery).is_none()
+    {
+        found.push(
+            Diagnostic::error(
+                "Invalid config_delivery",
+                format!("{delivery:?}: use \"apply\" (the default) or \"user_data\"."),
+            )
+            .at(attr("config_delivery")),
+        );
     }
     if let Some(location) = config.get("control_plane").get("location").as_str() {
         let (_, warning) = preflight::location(location, control_plane_attr("location"));
@@ -288,8 +288,9 @@ pub fn control_plane_group(value: &Value) -> GroupSpec {
     )
 }
 
-/// `config_delivery = "user_data"`: what it exposes, to whom, and the ways out.
-fn user_data_warning() -> Diagnostic {
+/// `config_delivery = "user_data"` (set, or kept from the state of a cluster
+/// made when it was hct's default): what it exposes, to whom, the ways out.
+pub(super) fn user_data_warning() -> Diagnostic {
     Diagnostic::warning(
         "Machine configs in Hetzner user data: readable by every pod",
         format!(
@@ -298,11 +299,12 @@ fn user_data_warning() -> Diagnostic {
              (http://{}/hetzner/v1/userdata) hands to any process on the server without \
              authentication, pods included: on control planes every CA key, the \
              service-account key and the secretbox secret; on workers the join tokens. \
-             Remove config_delivery (the default, \"apply\", applies configs in maintenance \
-             mode and leaves user data empty), or block pods from the metadata service: \
-             hct_network_plan's cilium_metadata_policy is a Cilium policy that does, while \
-             host-network components (the Hetzner CCM and CSI) keep it. Servers created this \
-             way keep their user data until they are replaced.",
+             Set config_delivery = \"apply\" (the default for new clusters: configs applied in \
+             maintenance mode, user data empty) for the servers created from then on, or block \
+             pods from the metadata service: hct_network_plan's cilium_metadata_policy is a \
+             Cilium policy that does (host-network pods keep it). Servers created with user \
+             data keep it until they are replaced; treat the secrets on them as exposed \
+             (docs/guides/security.md).",
             crate::network_plan::HETZNER_METADATA
         ),
     )

@@ -73,6 +73,9 @@ impl GroupKind for Cluster {
 
     async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan) {
         fill_defaults(&mut plan.planned, prior);
+        if plan.planned.get("config_delivery").as_str() == Some(ConfigDelivery::UserData.as_str()) {
+            plan.diagnostics.push(model::user_data_warning());
+        }
         let planned = &mut plan.planned;
         set(planned, "id", planned.get("name").clone());
 

@@ -50,8 +50,9 @@ impl TalosError {
                  Tailscale's userspace proxy. If the node is new, it may still be booting."
             }
             TalosError::WrongCa { .. } => {
-                "The node was configured with another cluster's secrets (machine_secrets). Reset \
-                 the node, or adopt that cluster's secrets.yaml."
+                "Another cluster's secrets configured this node. If that cluster is yours, adopt \
+                 its secrets.yaml (machine_secrets); if not, something else configured the node \
+                 first: delete the server and apply again, and hct creates it anew."
             }
             TalosError::Unauthorized { .. } => {
                 "The talosconfig does not belong to this node's cluster, or its certificate expired."
