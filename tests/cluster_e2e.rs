@@ -1155,7 +1155,7 @@ async fn the_provider_killed_mid_apply_then_apply_again_converges() {
     sim.add_fault(FaultSpec::parse(r#"{"talos": "slow_boot", "delay_ms": 15000}"#).unwrap());
     tokio::task::block_in_place(|| {
         let mut apply = apply_until_servers_exist(&ws, &sim, 3);
-        let provider = provider_child(apply.id()).expect("the provider process");
+        let provider = support::provider_child(apply.id()).expect("the provider process");
         // SAFETY-free: a plain kill(2) of our own child's child.
         std::process::Command::new("kill")
             .args(["-9", &provider.to_string()])
@@ -1178,35 +1178,4 @@ async fn the_provider_killed_mid_apply_then_apply_again_converges() {
             .expect_success("destroy");
         assert!(server_names(&sim).is_empty());
     });
-}
-
-/// The pid of the hct provider process started (directly or not) by `parent`.
-fn provider_child(parent: u32) -> Option<u32> {
-    let mut frontier = vec![parent];
-    while let Some(pid) = frontier.pop() {
-        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-            let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-                continue;
-            };
-            // pid (comm) state ppid ...
-            let Some((comm, rest)) = stat.split_once(") ") else {
-                continue;
-            };
-            let ppid: u32 = rest
-                .split(' ')
-                .nth(1)
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(0);
-            if ppid == pid {
-                if comm.contains("terraform-provi") {
-                    return Some(child);
-                }
-                frontier.push(child);
-            }
-        }
-    }
-    None
 }

@@ -1,6 +1,7 @@
 //! hct's Hetzner client against hct-sim: the private-only server flow,
-//! adoption instead of duplicates, and riding out rate limits, 5xx bursts,
-//! locks and failing actions — or giving up with a diagnostic that says why.
+//! adoption instead of duplicates (servers, placement groups), and riding
+//! out rate limits, 5xx bursts, locks and failing actions — or giving up
+//! with a diagnostic that says why.
 
 mod support;
 
@@ -226,6 +227,41 @@ async fn an_attach_whose_answer_was_lost_is_not_a_failure() {
         2,
         "the lost answer was retried: {counts:?}"
     );
+    sim.shutdown().await.unwrap();
+}
+
+/// The placement group was created but its answer lost: the retry's
+/// `uniqueness_error` adopts the group when it carries our labels, and stays
+/// an error when the group of that name is someone else's.
+#[tokio::test]
+async fn a_placement_group_whose_answer_was_lost_is_adopted() {
+    let sim = sim().await;
+    let client = client(&sim);
+    sim.add_fault(
+        FaultSpec::parse(
+            r#"{"route": "POST /placement_groups",
+                "respond": "timeout", "count": 1, "after_handling": true}"#,
+        )
+        .unwrap(),
+    );
+    let ours = labels(&[("managed-by", "hct"), ("cluster", "t")]);
+    let group = client
+        .create_spread_group("t-cp-spread-1", &ours)
+        .await
+        .unwrap();
+    let on_sim: Vec<(String, i64)> = sim.inspect(|w| {
+        w.placement_groups
+            .values()
+            .map(|g| (g.name.clone(), g.id))
+            .collect()
+    });
+    assert_eq!(on_sim, vec![("t-cp-spread-1".to_string(), group.id)]);
+    assert_eq!(count(&sim.request_counts(), "POST /placement_groups"), 2);
+    let error = client
+        .create_spread_group("t-cp-spread-1", &labels(&[("cluster", "other")]))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), Some("uniqueness_error"), "{error}");
     sim.shutdown().await.unwrap();
 }
 

@@ -296,6 +296,12 @@ impl SimHandle {
         self.add_fault(FaultSpec::Action(ActionFailure::new(command, Some(count))));
     }
 
+    /// The faults still in force, as `GET /_sim/faults` shows them (counted
+    /// ones disappear once used up).
+    pub fn faults_json(&self) -> Value {
+        self.shared.faults_json()
+    }
+
     pub fn clear_faults(&self) {
         self.shared.clear_faults();
     }

@@ -19,8 +19,8 @@ use super::settings::ConfigDelivery;
 use super::slots::{self, NodeSlot};
 use super::upgrade;
 use super::wait::{self, Retry};
-use crate::hcloud::PrivateServer;
 use crate::hcloud::models::Server;
+use crate::hcloud::{CreateStep, PrivateServer};
 use crate::talos::api::{ApplyMode, TalosClient, TalosError, Trust};
 
 impl Group<'_> {
@@ -166,7 +166,7 @@ impl Group<'_> {
         };
         let needs_apply = recorded_sha.is_none();
         self.client
-            .create_private_server(&spec, self.deadline.left(), |server| {
+            .create_private_server_in_steps(&spec, self.deadline.left(), |server| {
                 self.recorder.put(
                     self.cluster(),
                     self.group(),
@@ -179,10 +179,14 @@ impl Group<'_> {
                 );
             })
             .await
-            .map_err(ClusterError::hcloud(format!(
-                "creating server {}",
-                d.slot.name
-            )))?;
+            .map_err(|failed| {
+                // "creating server x", "creating server x: powering on"
+                let doing = match failed.step {
+                    CreateStep::Creating => format!("creating server {}", d.slot.name),
+                    step => format!("creating server {}: {step}", d.slot.name),
+                };
+                ClusterError::hcloud(doing)(failed.source)
+            })?;
         if needs_apply {
             self.apply_config(d, d.slot.ip).await?;
         }

@@ -16,10 +16,12 @@ mod catalog;
 mod images;
 mod networks;
 mod placement_groups;
+mod private_server;
 mod servers;
 mod ssh_keys;
 
 pub use client::{Client, ClientConfig, FirstPoll};
 pub use error::{ApiError, HcloudError};
 pub use labels::LabelSelector;
-pub use servers::{BuilderServer, CreatedServer, PrivateServer};
+pub use private_server::{CreateStep, PrivateServer, StepFailed};
+pub use servers::{BuilderServer, CreatedServer};

@@ -4,6 +4,7 @@
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
+use tracing::info;
 
 use super::client::{Client, Retry};
 use super::error::{HcloudError, Missing};
@@ -16,21 +17,46 @@ struct PlacementGroupEnvelope {
 }
 
 impl Client {
+    /// Creates a spread group. On `uniqueness_error`, the group of that name
+    /// is adopted when it carries all of `labels`: ours, made by an earlier
+    /// attempt whose answer was lost, or by an earlier run.
     pub async fn create_spread_group(
         &self,
         name: &str,
         labels: &Labels,
     ) -> Result<PlacementGroup, HcloudError> {
-        let envelope: PlacementGroupEnvelope = self
-            .call(
+        let created = self
+            .call::<PlacementGroupEnvelope>(
                 Method::POST,
                 "placement_groups",
                 &[],
                 Some(&json!({"name": name, "type": "spread", "labels": labels})),
                 Retry::Transient,
             )
-            .await?;
-        Ok(envelope.placement_group)
+            .await;
+        match created {
+            Ok(envelope) => Ok(envelope.placement_group),
+            Err(e) if e.code() == Some("uniqueness_error") => {
+                let found: Vec<PlacementGroup> = self
+                    .list(
+                        "placement_groups",
+                        "placement_groups",
+                        &[("name", name.to_string())],
+                    )
+                    .await?;
+                let ours = found.into_iter().find(|g| {
+                    g.name == name && labels.iter().all(|(k, v)| g.labels.get(k) == Some(v))
+                });
+                match ours {
+                    Some(group) => {
+                        info!(placement_group = %name, id = group.id, "adopting existing placement group with our labels");
+                        Ok(group)
+                    }
+                    None => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        }
     }
 
     pub async fn placement_groups(

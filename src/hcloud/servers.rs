@@ -1,7 +1,6 @@
 //! Servers, and the private-only creation flow: create stopped without
 //! public IPs, attach to the network at a fixed IP, power on.
 
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use reqwest::Method;
@@ -13,27 +12,12 @@ use tracing::{info, warn};
 use super::client::{Client, Retry};
 use super::error::{HcloudError, Missing};
 use super::labels::LabelSelector;
-use super::models::{Action, Image, Labels, PrivateNet, Server};
+use super::models::{Action, Image, Labels, Server};
+use super::private_server::PrivateServer;
 
 /// How long a server gets to stop after an ACPI shutdown before its power
 /// is cut.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(120);
-
-/// What to create: a server with no public IPs, attached to one network.
-#[derive(Debug, Clone)]
-pub struct PrivateServer {
-    pub name: String,
-    pub server_type: String,
-    pub location: String,
-    /// Image id or name.
-    pub image: String,
-    pub network: i64,
-    pub ip: Ipv4Addr,
-    pub placement_group: Option<i64>,
-    pub labels: Labels,
-    pub user_data: Option<String>,
-    pub ssh_keys: Vec<i64>,
-}
 
 /// A server that now exists, and the action still creating it (None when an
 /// existing server of ours was adopted).
@@ -70,20 +54,6 @@ struct RescueAnswer {
 struct ImageAnswer {
     image: Image,
     action: Action,
-}
-
-/// A server of hct's that is not attached at its planned IP.
-fn wrong_private_ip(spec: &PrivateServer, found: Option<Ipv4Addr>) -> HcloudError {
-    HcloudError::Decode {
-        context: spec.name.clone(),
-        reason: format!(
-            "the server is attached to network {} at {}, not at the planned {}; delete the \
-             server and apply again",
-            spec.network,
-            found.map_or_else(|| "no address".to_owned(), |ip| ip.to_string()),
-            spec.ip
-        ),
-    }
 }
 
 impl Client {
@@ -197,16 +167,6 @@ impl Client {
             )
             .await?;
         Ok(envelope.action)
-    }
-
-    /// Confirms that `server` is attached to `spec`'s network at its IP
-    /// (after Hetzner answered `server_already_attached`).
-    async fn attached_at(&self, server: i64, spec: &PrivateServer) -> Result<(), HcloudError> {
-        let found = self.server(server).await?;
-        match found.as_ref().and_then(|s| s.private_ip(spec.network)) {
-            Some(ip) if ip == spec.ip => Ok(()),
-            other => Err(wrong_private_ip(spec, other)),
-        }
     }
 
     pub async fn attach_to_network(
@@ -357,104 +317,6 @@ impl Client {
             .await
             .or_missing()?;
         Ok(found.map(|envelope| envelope.action))
-    }
-
-    /// The whole private-only flow, waiting until the server runs. `on_created`
-    /// hears of the server the moment it exists, so the caller can record it
-    /// before anything else can fail.
-    pub async fn create_private_server(
-        &self,
-        spec: &PrivateServer,
-        timeout: Duration,
-        on_created: impl FnOnce(&Server),
-    ) -> Result<Server, HcloudError> {
-        let started = Instant::now();
-        let left = || timeout.saturating_sub(started.elapsed());
-        let created = self.create_server(spec).await?;
-        on_created(&created.server);
-        let mut server = created.server;
-        let what = |step: &str| format!("{}: {step}", spec.name);
-
-        match created.action {
-            Some(action) => {
-                self.wait_for_actions(vec![action], &what("creating"), left())
-                    .await?;
-            }
-            None => {
-                server = self
-                    .wait_while_initializing(server, &what("creating"), left())
-                    .await?
-            }
-        }
-
-        match server.private_ip(spec.network) {
-            Some(ip) if ip == spec.ip => {}
-            Some(other) => return Err(wrong_private_ip(spec, Some(other))),
-            None => {
-                match self
-                    .attach_to_network(server.id, spec.network, &spec.ip.to_string())
-                    .await
-                {
-                    Ok(action) => {
-                        self.wait_for_actions(
-                            vec![action],
-                            &what("attaching to the network"),
-                            left(),
-                        )
-                        .await?;
-                    }
-                    // A retry after an answer was lost: the first attempt
-                    // attached it. Fine if it is at the planned IP (as
-                    // Hetzner's own Terraform provider takes this answer).
-                    Err(HcloudError::Api(error)) if error.code == "server_already_attached" => {
-                        self.attached_at(server.id, spec).await?;
-                    }
-                    Err(other) => return Err(other),
-                }
-                server.private_net.push(PrivateNet {
-                    network: spec.network,
-                    ip: spec.ip.to_string(),
-                    ..PrivateNet::default()
-                });
-            }
-        }
-
-        if server.status != "running" {
-            let action = self.power_on(server.id).await?;
-            self.wait_for_actions(vec![action], &what("powering on"), left())
-                .await?;
-            server.status = "running".into();
-        }
-        Ok(server)
-    }
-
-    /// An adopted server may still be in its create action.
-    async fn wait_while_initializing(
-        &self,
-        mut server: Server,
-        what: &str,
-        timeout: Duration,
-    ) -> Result<Server, HcloudError> {
-        let started = Instant::now();
-        let mut wait = self.poll_interval();
-        while server.status == "initializing" {
-            if started.elapsed() > timeout {
-                return Err(HcloudError::Timeout {
-                    what: what.to_string(),
-                    waited: started.elapsed(),
-                });
-            }
-            self.sleep(wait, what).await?;
-            wait = (wait * 3 / 2).min(Duration::from_secs(5));
-            server = self
-                .server(server.id)
-                .await?
-                .ok_or_else(|| HcloudError::Decode {
-                    context: what.to_string(),
-                    reason: "the server disappeared while it was being created".into(),
-                })?;
-        }
-        Ok(server)
     }
 }
 

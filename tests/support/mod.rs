@@ -7,6 +7,7 @@
 //! - [`HttpsServer`]: a static HTTPS server on 127.0.0.1 with a throwaway CA.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod cluster_state;
 pub mod plan;
 pub mod reference;
 pub mod sim;
@@ -434,4 +435,35 @@ impl Drop for HttpsServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The pid of the hct provider process started (directly or not) by `parent`.
+pub fn provider_child(parent: u32) -> Option<u32> {
+    let mut frontier = vec![parent];
+    while let Some(pid) = frontier.pop() {
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid ...
+            let Some((comm, rest)) = stat.split_once(") ") else {
+                continue;
+            };
+            let ppid: u32 = rest
+                .split(' ')
+                .nth(1)
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            if ppid == pid {
+                if comm.contains("terraform-provi") {
+                    return Some(child);
+                }
+                frontier.push(child);
+            }
+        }
+    }
+    None
 }

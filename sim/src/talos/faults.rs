@@ -6,6 +6,7 @@
 //! {"talos": "slow_boot", "server": 5000001, "delay_ms": 30000}
 //! {"talos": "apply_rejected", "code": "invalid_argument", "message": "disk full", "count": 1}
 //! {"talos": "apiserver_down", "server": "cp-1"}
+//! {"talos": "call_fails", "call": "Bootstrap", "server": "cp-1", "count": 3}
 //! ```
 //!
 //! `server` is a name or an ID; without it the fault hits every node.
@@ -79,6 +80,21 @@ pub enum TalosFault {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<ServerRef>,
     },
+    /// One machine API call (`Bootstrap`, `ServiceList`, …; any case)
+    /// answers with this status instead of being carried out: by default
+    /// `unavailable`, what a client sees of a node cut off mid-way.
+    CallFails {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<ServerRef>,
+        call: String,
+        #[serde(default = "GrpcCode::default_cut_off")]
+        code: GrpcCode,
+        #[serde(default)]
+        message: Option<String>,
+        /// How many calls fail; all when absent.
+        #[serde(default)]
+        count: Option<u32>,
+    },
 }
 
 impl TalosFault {
@@ -87,7 +103,8 @@ impl TalosFault {
             Self::Unreachable { server }
             | Self::SlowBoot { server, .. }
             | Self::ApplyRejected { server, .. }
-            | Self::ApiserverDown { server } => server.as_ref(),
+            | Self::ApiserverDown { server }
+            | Self::CallFails { server, .. } => server.as_ref(),
         }
     }
 
@@ -154,6 +171,49 @@ pub fn take_apply_rejection(
     Some(rejection)
 }
 
+/// An injected failure of `call` (a machine API method name) on the node,
+/// using one up.
+pub fn take_call_failure(
+    faults: &mut Vec<TalosFault>,
+    server: &Server,
+    call: &str,
+) -> Option<(Code, String)> {
+    let index = faults.iter().position(|f| {
+        matches!(f, TalosFault::CallFails { call: c, .. } if c.eq_ignore_ascii_case(call))
+            && f.hits(server)
+    })?;
+    let TalosFault::CallFails {
+        code,
+        message,
+        count,
+        ..
+    } = &mut faults[index]
+    else {
+        return None;
+    };
+    let failure = (
+        code.0,
+        message
+            .clone()
+            .unwrap_or_else(|| format!("{call}: node unavailable (injected by hct-sim)")),
+    );
+    if let Some(n) = count {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            faults.remove(index);
+        }
+    }
+    Some(failure)
+}
+
+/// Whether any fault fails machine API calls (a cheap check before
+/// [`take_call_failure`] needs the world mutably).
+pub fn fails_calls(faults: &[TalosFault]) -> bool {
+    faults
+        .iter()
+        .any(|f| matches!(f, TalosFault::CallFails { .. }))
+}
+
 /// A gRPC status code, written as its name (`invalid_argument`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct GrpcCode(pub Code);
@@ -181,6 +241,10 @@ const CODE_NAMES: [(Code, &str); 17] = [
 impl GrpcCode {
     fn default_rejection() -> Self {
         Self(Code::InvalidArgument)
+    }
+
+    fn default_cut_off() -> Self {
+        Self(Code::Unavailable)
     }
 
     fn name(self) -> &'static str {
@@ -267,6 +331,27 @@ mod tests {
             serde_json::to_value(&rejected).unwrap(),
             serde_json::json!({"talos": "apply_rejected", "code": "unavailable", "message": null, "count": null})
         );
+    }
+
+    #[test]
+    fn call_failures_hit_their_call_and_are_used_up() {
+        let cp = server(5_000_001, "cp-1");
+        let mut faults = vec![parse(
+            r#"{"talos": "call_fails", "call": "bootstrap", "server": "cp-1", "count": 2}"#,
+        )];
+        assert!(fails_calls(&faults));
+        assert_eq!(take_call_failure(&mut faults, &cp, "Version"), None);
+        assert_eq!(
+            take_call_failure(&mut faults, &server(9, "x"), "Bootstrap"),
+            None
+        );
+        for _ in 0..2 {
+            let (code, message) = take_call_failure(&mut faults, &cp, "Bootstrap").unwrap();
+            assert_eq!(code, Code::Unavailable);
+            assert!(message.contains("injected"), "{message}");
+        }
+        assert!(faults.is_empty() && !fails_calls(&faults));
+        assert!(serde_json::from_str::<TalosFault>(r#"{"talos": "call_fails"}"#).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use tonic::{Request, Response, Status};
 
 use super::auth::{self, Call, Caller};
 use super::calls::{self, ApplyMode, ApplyRequest, CallError, NodeRef};
+use super::faults;
 use super::kubeconfig;
 use super::lifecycle;
 use super::pb::{self, machine_service_server::MachineService};
@@ -35,7 +36,24 @@ impl MachineApi {
             .extensions()
             .get::<Caller>()
             .ok_or_else(|| Status::internal("the connection has no TLS caller"))?;
-        auth::authorize(caller, call)
+        auth::authorize(caller, call)?;
+        self.injected_failure(call)
+    }
+
+    /// A `call_fails` fault on this node and call answers instead.
+    fn injected_failure(&self, call: Call) -> Result<(), Status> {
+        let mut guard = self.sim.world();
+        if !faults::fails_calls(&guard.config.talos_faults) {
+            return Ok(());
+        }
+        let world = &mut *guard;
+        let Some(server) = world.servers.get(&self.node.server) else {
+            return Ok(());
+        };
+        match faults::take_call_failure(&mut world.config.talos_faults, server, &call.to_string()) {
+            Some((code, message)) => Err(Status::new(code, message)),
+            None => Ok(()),
+        }
     }
 
     /// The world, as of now.

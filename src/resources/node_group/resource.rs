@@ -155,7 +155,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         // Whatever happened, state gets every server that exists.
         set(&mut state, K::NODES, nodes_value(&outcome.nodes));
         K::finish(&mut state, &prepared, &mut outcome).await;
-        if request.prior.is_null() && outcome.nodes.is_empty() && outcome.diagnostics.has_errors() {
+        if request.prior.is_null() && !outcome.left_something && outcome.diagnostics.has_errors() {
             // Nothing was created: no state at all.
             state = Value::Null;
         }

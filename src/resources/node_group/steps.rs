@@ -192,6 +192,9 @@ pub struct Outcome {
     /// Every node whose server exists.
     pub nodes: Vec<NodeRecord>,
     pub placement_group_ids: Vec<i64>,
+    /// Servers or placement groups of the group may exist (so state must
+    /// keep the resource, or nothing would ever delete them).
+    pub left_something: bool,
     pub diagnostics: Diagnostics,
 }
 
@@ -225,19 +228,35 @@ pub async fn converge(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     }
     .await;
     let mut diagnostics = Diagnostics::new();
+    let failed = outcome.is_err();
     if let Err(e) = outcome {
         diagnostics.push(e.to_diagnostic());
     }
+    let nodes = recorder.nodes();
+    let mut left_something = !nodes.is_empty();
     let mut placement_group_ids = Vec::new();
-    if run.placement_group_ids {
+    // A failure before the first server may still have created the
+    // group's placement groups: look, to keep them in state.
+    if run.placement_group_ids || (failed && !left_something) {
         match group.placement_group_ids().await {
-            Ok(ids) => placement_group_ids = ids,
-            Err(e) => diagnostics.push(e.to_diagnostic()),
+            Ok(ids) => {
+                left_something |= !ids.is_empty();
+                if run.placement_group_ids {
+                    placement_group_ids = ids;
+                }
+            }
+            Err(e) => {
+                left_something = true; // unknown: keep what may exist
+                if run.placement_group_ids {
+                    diagnostics.push(e.to_diagnostic());
+                }
+            }
         }
     }
     Ok(Outcome {
-        nodes: recorder.nodes(),
+        nodes,
         placement_group_ids,
+        left_something,
         diagnostics,
     })
 }
