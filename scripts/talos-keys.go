@@ -15,6 +15,7 @@ package main
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,7 +62,9 @@ func walk(t reflect.Type, prefix string, depth int, seen map[reflect.Type]bool) 
 			walk(f.Type, prefix, depth, seen)
 			continue
 		}
-		if strings.Contains(tag, "inline") {
+		// `,inline` as an option, not a name that merely contains the word
+		// (inlineManifests).
+		if opts := strings.Split(tag, ",")[1:]; len(opts) > 0 && slices.Contains(opts, "inline") {
 			walk(f.Type, prefix, depth, seen)
 			continue
 		}

@@ -1,5 +1,5 @@
-//! Servers, and the private-only creation flow: create stopped without
-//! public IPs, attach to the network at a fixed IP, power on.
+//! Servers: create, find, power, resize, delete. The private-only creation
+//! flow built from these calls is in `private_server.rs`.
 
 use std::time::Duration;
 

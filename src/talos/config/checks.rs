@@ -307,7 +307,10 @@ fn installer(main: &Value, node: &Node) -> Option<Violation> {
         .pointer("/machine/install/image")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
+    // `registry/path/installer:v1.12.6`, maybe pinned with `@sha256:…`.
+    let name = image.split('@').next().unwrap_or_default();
+    let last = name.rsplit('/').next().unwrap_or_default();
+    let tag = last.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
     (tag != node.talos.to_string()).then(|| {
         violation(
             "machine.install.image",

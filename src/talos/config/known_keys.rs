@@ -140,6 +140,27 @@ mod tests {
         assert_eq!(first_unknown(&ok, &v("v1.11.3")), None);
     }
 
+    /// Keys users patch in every day are known in every release.
+    #[test]
+    fn knows_what_users_patch_in() {
+        let doc = json!({
+            "machine": {
+                "certSANs": ["k8s.example.com"],
+                "kubelet": {"extraArgs": {"max-pods": "150"}},
+                "network": {"interfaces": [{"interface": "eth0", "vlans": [{"vlanId": 10}],
+                    "routes": [{"network": "10.9.0.0/16", "gateway": "10.0.0.1"}]}]},
+            },
+            "cluster": {"inlineManifests": [{"name": "cilium", "contents": "---"}]},
+        });
+        for release in ["v1.11.3", "v1.12.6", "v1.13.9"] {
+            let mut doc = doc.clone();
+            if release != "v1.11.3" {
+                doc["machine"].as_object_mut().unwrap().remove("network");
+            }
+            assert_eq!(first_unknown(&doc, &v(release)), None, "{release}");
+        }
+    }
+
     #[test]
     fn follows_the_release() {
         let doc = json!({"machine": {"install": {"grubUseUKICmdline": true}}});
