@@ -1,6 +1,6 @@
 // Lists the keys a Talos release's strict config decoder accepts, from the
 // yaml tags of its machinery Go types, for the key lists in
-// src/talos/config/keys/ and sim/src/talos/config/keys/.
+// src/talos/config/keys/ (read by hct and by hct-sim).
 //
 // Run it in a module that requires github.com/siderolabs/talos/pkg/machinery
 // at the release (e.g. a copy of target/peers/talos-check-<release>/ with this

@@ -7,7 +7,9 @@
 //! (`<apiVersion>/<kind>/<name>`, the v1alpha1 document is `/v1alpha1/`)
 //! and the line it starts on; v1.11 gives the bare reason.
 //!
-//! The keys per release are in `keys/` (listed from Talos' Go types).
+//! The keys per release are hct's lists (`src/talos/config/keys/`, listed
+//! from Talos' Go types by `scripts/talos-keys.go`): one copy in the
+//! repository, read by hct's plan-time checks and by this emulation.
 //! Kinds without a list there (volumes, extensions, …) are not checked
 //! key by key, and a key listed without children takes any value.
 
@@ -18,9 +20,9 @@ use serde_yaml_ng::{Mapping, Value};
 
 use crate::talos::version::TalosVersion;
 
-const V1_11: &str = include_str!("keys/v1.11.txt");
-const V1_12: &str = include_str!("keys/v1.12.txt");
-const V1_13: &str = include_str!("keys/v1.13.txt");
+const V1_11: &str = include_str!("../../../../src/talos/config/keys/v1.11.txt");
+const V1_12: &str = include_str!("../../../../src/talos/config/keys/v1.12.txt");
+const V1_13: &str = include_str!("../../../../src/talos/config/keys/v1.13.txt");
 
 /// What a key may hold: any value (`open`), or only the listed keys (of a
 /// mapping, or of each item of a list).
