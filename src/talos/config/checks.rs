@@ -187,58 +187,38 @@ fn endpoint(main: &Value, plan: &NetworkPlan) -> Option<Violation> {
     })
 }
 
-/// Routes on `link` (v1alpha1 interfaces and `LinkConfig` documents).
+/// Routes on `link` (v1alpha1 interfaces and `LinkConfig` documents), as
+/// (destination, gateway); empty strings where a field is absent.
 fn routes_on<'a>(
     main: &'a Value,
     documents: &'a [Value],
     link: &'a str,
 ) -> Vec<(&'a str, &'a str)> {
-    let mut found = Vec::new();
-    for interface in main
+    let interfaces = main
         .pointer("/machine/network/interfaces")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|i| i.get("interface").and_then(Value::as_str) == Some(link))
-    {
-        for route in interface
-            .get("routes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let network = route
-                .get("network")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let gateway = route
-                .get("gateway")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            found.push((network, gateway));
-        }
-    }
-    for document in kind(documents, "LinkConfig")
-        .filter(|d| d.get("name").and_then(Value::as_str) == Some(link))
-    {
-        for route in document
-            .get("routes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let destination = route
-                .get("destination")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let gateway = route
-                .get("gateway")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            found.push((destination, gateway));
-        }
-    }
-    found
+        .map(|i| (i, "interface", "network"));
+    let links = kind(documents, "LinkConfig").map(|d| (d, "name", "destination"));
+    let text = |value: &'a Value, key: &str| value.get(key).and_then(Value::as_str);
+    interfaces
+        .chain(links)
+        .filter(|(holder, name, _)| text(holder, name) == Some(link))
+        .flat_map(|(holder, _, destination)| {
+            holder
+                .get("routes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(move |route| {
+                    (
+                        text(route, destination).unwrap_or_default(),
+                        text(route, "gateway").unwrap_or_default(),
+                    )
+                })
+        })
+        .collect()
 }
 
 fn default_route(
