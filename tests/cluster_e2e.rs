@@ -713,6 +713,58 @@ fn server_ids(sim: &SimHandle) -> BTreeMap<String, i64> {
     sim.inspect(|w| w.servers.values().map(|s| (s.name.clone(), s.id)).collect())
 }
 
+/// Applies `upgrade` (a newer `talos_version`) to the reference cluster on
+/// Talos `to`'s releases and checks it went as hct promises: planned as an
+/// in-place update; afterwards every node on `to`, the same servers, the
+/// same Kubernetes version; one node at a time in each group, the control
+/// plane first (Terraform applies the two pools side by side), seen both in
+/// hct's log and in the sim's own timeline of its nodes.
+fn upgrade_in_place(sim: &SimHandle, ws: &Workspace, upgrade: &[&str], to: &str) {
+    let kubernetes = state_attribute(ws, "hct_cluster.this", "kubernetes_version");
+    let ids = server_ids(sim);
+    let (code, out) = plan_exit_code(ws, upgrade);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.stdout
+            .contains("hct_cluster.this will be updated in-place"),
+        "{out}"
+    );
+    let mut events = sim.events();
+    let starts_before = talos_starts(sim);
+    let log = apply_with_provider_log(ws, upgrade, "upgrade");
+    let timeline = talos_timeline(&mut events);
+
+    assert!(
+        releases(sim).values().all(|r| r == to),
+        "{:?}",
+        releases(sim)
+    );
+    assert_eq!(server_ids(sim), ids, "upgraded in place, same servers");
+    // An upgrade of Talos is not one of Kubernetes.
+    assert_eq!(
+        state_attribute(ws, "hct_cluster.this", "kubernetes_version"),
+        kubernetes
+    );
+    let groups = ["-cp-", "-platform-", "-general-"];
+    let steps = node_steps(&log, "upgrading Talos", ": upgraded");
+    assert_eq!(steps.len(), 18, "{steps:#?}\n{log}");
+    for group in groups {
+        assert_eq!(
+            steps.iter().filter(|s| s.contains(group)).count(),
+            6,
+            "{steps:#?}"
+        );
+    }
+    assert_one_at_a_time(&steps, &groups);
+    assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
+    // Every node restarted, and no two of one group were out of service at once.
+    for group in groups {
+        let (most, restarted) = out_of_service_at_once(&starts_before, &timeline, group);
+        assert_eq!(restarted.len(), 3, "{group}: {restarted:?}\n{timeline:#?}");
+        assert_eq!(most, 1, "{group}: {most} nodes down at once\n{timeline:#?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
     let sim = sim().await;
@@ -734,55 +786,9 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
             releases(&sim)
         );
         assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
-        let kubernetes = state_attribute(&ws, "hct_cluster.this", "kubernetes_version");
-        let ids = server_ids(&sim);
-
         let upgrade = ["-var", "talos_version=v1.12.6"];
-        let (code, out) = plan_exit_code(&ws, &upgrade);
-        assert_eq!(code, 2, "{out}");
-        assert!(
-            out.stdout
-                .contains("hct_cluster.this will be updated in-place"),
-            "{out}"
-        );
-        let mut timeline = sim.events();
-        let starts_before = talos_starts(&sim);
-        let log = apply_with_provider_log(&ws, &upgrade, "upgrade");
-        let timeline = talos_timeline(&mut timeline);
-
-        assert!(
-            releases(&sim).values().all(|r| r == "v1.12.6"),
-            "{:?}",
-            releases(&sim)
-        );
-        assert_eq!(server_ids(&sim), ids, "upgraded in place, same servers");
-        // Kubernetes stays where it was: an upgrade of Talos is not one of Kubernetes.
-        assert_eq!(
-            state_attribute(&ws, "hct_cluster.this", "kubernetes_version"),
-            kubernetes
-        );
-        // One node at a time in each group (Terraform applies the two pools
-        // side by side): each is back before the next of its group goes
-        // down, and the control plane is done before any worker goes.
-        let steps = node_steps(&log, "upgrading Talos", ": upgraded");
-        assert_eq!(steps.len(), 18, "{steps:#?}\n{log}");
-        for group in ["-cp-", "-platform-", "-general-"] {
-            assert_eq!(
-                steps.iter().filter(|s| s.contains(group)).count(),
-                6,
-                "{steps:#?}"
-            );
-        }
-        assert_one_at_a_time(&steps, &["-cp-", "-platform-", "-general-"]);
-        assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
+        upgrade_in_place(&sim, &ws, &upgrade, "v1.12.6");
         assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
-        // The same from the sim's own timeline of its nodes: every node
-        // restarted, and no two of one group were out of service at once.
-        for group in ["-cp-", "-platform-", "-general-"] {
-            let (most, restarted) = out_of_service_at_once(&starts_before, &timeline, group);
-            assert_eq!(restarted.len(), 3, "{group}: {restarted:?}\n{timeline:#?}");
-            assert_eq!(most, 1, "{group}: {most} nodes down at once\n{timeline:#?}");
-        }
 
         let (code, out) = plan_exit_code(&ws, &upgrade);
         assert_eq!(code, 0, "plan after the upgrade\n{out}");
@@ -897,42 +903,13 @@ async fn talos_v1_12_upgrades_to_v1_13_in_place() {
             releases(&sim)
         );
         assert!(general_1_config(&sim, &ws).contains("network: {}"));
-        let kubernetes = state_attribute(&ws, "hct_cluster.this", "kubernetes_version");
-        assert_eq!(kubernetes, "v1.35.2");
-        let ids = server_ids(&sim);
-
-        let upgrade = ["-var", "talos_version=v1.13.9"];
-        let (code, out) = plan_exit_code(&ws, &upgrade);
-        assert_eq!(code, 2, "{out}");
-        assert!(
-            out.stdout
-                .contains("hct_cluster.this will be updated in-place"),
-            "{out}"
-        );
-        let mut timeline = sim.events();
-        let starts_before = talos_starts(&sim);
-        let log = apply_with_provider_log(&ws, &upgrade, "upgrade");
-        let timeline = talos_timeline(&mut timeline);
-        assert!(
-            releases(&sim).values().all(|r| r == "v1.13.9"),
-            "{:?}",
-            releases(&sim)
-        );
-        assert_eq!(server_ids(&sim), ids, "upgraded in place, same servers");
-        // Kubernetes v1.35 is within Talos v1.13's range and stays.
         assert_eq!(
             state_attribute(&ws, "hct_cluster.this", "kubernetes_version"),
-            kubernetes
+            "v1.35.2"
         );
-        let steps = node_steps(&log, "upgrading Talos", ": upgraded");
-        assert_eq!(steps.len(), 18, "{steps:#?}\n{log}");
-        assert_one_at_a_time(&steps, &["-cp-", "-platform-", "-general-"]);
-        for group in ["-cp-", "-platform-", "-general-"] {
-            let (most, restarted) = out_of_service_at_once(&starts_before, &timeline, group);
-            assert_eq!(restarted.len(), 3, "{group}: {restarted:?}\n{timeline:#?}");
-            assert_eq!(most, 1, "{group}: {most} nodes down at once\n{timeline:#?}");
-        }
-        assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
+        // Kubernetes v1.35 is within Talos v1.13's range and stays.
+        let upgrade = ["-var", "talos_version=v1.13.9"];
+        upgrade_in_place(&sim, &ws, &upgrade, "v1.13.9");
         // The nodes run the configs made for v1.13.
         let config = general_1_config(&sim, &ws);
         assert!(!config.contains("network: {}"), "{config}");
