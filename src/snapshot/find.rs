@@ -9,16 +9,31 @@ use tracing::info;
 
 use super::error::SnapshotError;
 use super::spec::{ImageSpec, user_labels};
-use crate::hcloud::Client;
 use crate::hcloud::models::{Image, Labels};
+use crate::hcloud::{Client, LabelSelector};
 use crate::talos::image;
 use crate::talos::release::TalosVersion;
+
+/// The labels that identify a Talos snapshot of hct's.
+pub fn selector(
+    version: &TalosVersion,
+    architecture: &str,
+    schematic_id: Option<&str>,
+) -> LabelSelector {
+    let selector = LabelSelector::new()
+        .eq("os", "talos")
+        .eq("version", &version.to_string())
+        .eq("arch", architecture);
+    match schematic_id {
+        Some(id) => selector.eq("schematic", image::schematic_label(id)),
+        None => selector,
+    }
+}
 
 /// An available snapshot with this spec's labels and schematic, waiting for
 /// one that another build is still creating.
 pub async fn existing(client: &Client, spec: &ImageSpec) -> Result<Option<Image>, SnapshotError> {
-    let selector =
-        image::snapshot_selector(&spec.version, &spec.architecture, Some(&spec.schematic_id));
+    let selector = selector(&spec.version, &spec.architecture, Some(&spec.schematic_id));
     let deadline = Instant::now() + spec.create_timeout;
     let mut pause = client.poll_interval();
     loop {
@@ -119,4 +134,23 @@ pub fn identify(image: &Image) -> Result<Identified, SnapshotError> {
         schematic_id: schematic_id.to_string(),
         extra_labels: user_labels(&image.labels),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_of_a_talos_snapshot() {
+        let v = TalosVersion::new(1, 12, 6);
+        let id = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
+        assert_eq!(
+            selector(&v, "amd64", Some(id)).to_string(),
+            "os=talos,version=v1.12.6,arch=amd64,schematic=376567988ad370138ad8b2698212367b"
+        );
+        assert_eq!(
+            selector(&v, "arm64", None).to_string(),
+            "os=talos,version=v1.12.6,arch=arm64"
+        );
+    }
 }

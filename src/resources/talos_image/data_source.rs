@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 
 use crate::provider::{Context, DataSource};
+use crate::snapshot;
 use crate::talos::image::{self, DEFAULT_FACTORY_URL};
 use crate::talos::release::{self, TalosVersion};
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Schema, Type, Value};
@@ -110,7 +111,7 @@ impl DataSource for TalosImageDataSource {
             return (None, diagnostics);
         };
         let wanted = config.get("schematic_id").as_str();
-        let selector = image::snapshot_selector(&version, architecture, wanted);
+        let selector = snapshot::find::selector(&version, architecture, wanted);
         let snapshots = match client.snapshots(&selector).await {
             Ok(snapshots) => snapshots,
             Err(e) => {

@@ -11,7 +11,7 @@ use super::field::Field;
 use super::model::{self, Attributes};
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::snapshot::{self, Route, find, lifecycle, spec};
-use crate::talos::image::{self, DEFAULT_FACTORY_URL};
+use crate::talos::image::DEFAULT_FACTORY_URL;
 use crate::tf::schema::{Block, NestedBlock, Nesting};
 use crate::tf::{Attribute, Diagnostic, Diagnostics, Schema, Type, Value};
 
@@ -245,11 +245,7 @@ async fn create(ctx: &Context, planned: Value) -> Applied {
             info!(
                 image = found.id,
                 "talos image: adopting the existing snapshot labelled {}",
-                image::snapshot_selector(
-                    &spec.version,
-                    &spec.architecture,
-                    Some(&spec.schematic_id)
-                )
+                find::selector(&spec.version, &spec.architecture, Some(&spec.schematic_id))
             );
             return Applied {
                 new_state: attributes.with_id(found.id).encode(),

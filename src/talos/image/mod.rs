@@ -1,11 +1,10 @@
 //! Talos images on Hetzner: schematics and their IDs, where the factory
-//! serves an image, and how hct labels the snapshots it builds or finds.
+//! serves an image, and the label and description that carry a schematic.
 
 pub mod schematic;
 
 pub use schematic::Schematic;
 
-use crate::hcloud::LabelSelector;
 use crate::talos::release::TalosVersion;
 
 pub const DEFAULT_FACTORY_URL: &str = "https://factory.talos.dev";
@@ -54,22 +53,6 @@ pub fn installer_image(factory: &str, schematic_id: &str, version: &TalosVersion
     format!("{host}/{installer}/{schematic_id}:{version}")
 }
 
-/// The labels that identify a Talos snapshot of hct's.
-pub fn snapshot_selector(
-    version: &TalosVersion,
-    architecture: &str,
-    schematic_id: Option<&str>,
-) -> LabelSelector {
-    let selector = LabelSelector::new()
-        .eq("os", "talos")
-        .eq("version", &version.to_string())
-        .eq("arch", architecture);
-    match schematic_id {
-        Some(id) => selector.eq("schematic", schematic_label(id)),
-        None => selector,
-    }
-}
-
 /// The full schematic ID in a snapshot description ("… schematic <id>").
 pub fn schematic_in_description(description: &str) -> Option<&str> {
     description
@@ -98,10 +81,6 @@ mod tests {
             format!("factory.talos.dev/installer/{id}:v1.9.5")
         );
         assert_eq!(schematic_label(id).len(), 32);
-        assert_eq!(
-            snapshot_selector(&v, "amd64", Some(id)).to_string(),
-            "os=talos,version=v1.12.6,arch=amd64,schematic=376567988ad370138ad8b2698212367b"
-        );
         assert_eq!(
             schematic_in_description(&format!("Talos Linux v1.12.6 (amd64), schematic {id}")),
             Some(id)
