@@ -364,7 +364,22 @@ pub fn kubeconfig_source(world: &World, at: NodeRef) -> Result<KubeconfigSource,
 }
 
 /// A file of the node. The emulation has one: the machine config the node
-/// runs, as it was applied.
+/// runs, byte for byte as it was applied, comments and key order included.
+///
+/// That is what Talos stores (read in siderolabs/talos for v1.11 to v1.13):
+/// `ApplyConfiguration` in
+/// `internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go` loads
+/// the request's bytes with `configloader.NewFromBytes`, which
+/// (`pkg/machinery/config/configloader/configloader.go`) keeps the source
+/// bytes in a read-only container (`container.NewReadonly`); the
+/// `PersistenceController` (`internal/app/machined/pkg/controllers/config/
+/// persistence.go`) writes `Provider().Bytes()` to the STATE partition, and
+/// `Bytes()` of a read-only container
+/// (`pkg/machinery/config/container/container.go`) returns those source
+/// bytes instead of re-encoding. A config from user data takes the same
+/// loader (`controllers/config/acquire.go`). Only a container built from
+/// changed documents (e.g. by a client-side `talosctl patch`, which then
+/// applies its own encoding) would be re-encoded.
 pub fn read_file(world: &World, at: NodeRef, path: &str) -> Result<Vec<u8>, CallError> {
     let (_, talos) = node(world, at)?;
     let config = configured(talos, "Read")?;
