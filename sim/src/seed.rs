@@ -1,9 +1,11 @@
 //! What a project starts with: Hetzner's system images always, and with
 //! `--seed` the network, its NAT gateway and the Talos snapshots an hct
 //! cluster expects to find. The network routes 0.0.0.0/0 to the NAT
-//! gateway, a running server `hct-sim-nat` attached at that address: without it
-//! the nodes would have no egress. It is labelled [`SEEDED_LABEL`], so
-//! what compares a cluster's servers with the sim's can leave it out.
+//! gateway, a running server `hct-sim-nat` attached at that address:
+//! without it the nodes would have no egress. It is labelled
+//! [`SEEDED_LABEL`], so what compares a cluster's servers with the sim's
+//! can leave it out. The Talos snapshots' disks hold the release their
+//! labels name, as a snapshot build would have written it.
 
 use std::net::Ipv4Addr;
 

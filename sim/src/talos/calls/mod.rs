@@ -106,6 +106,9 @@ pub enum CallError {
     NotBootstrapped,
     #[error("invalid upgrade image: {0}")]
     InvalidImage(String),
+    /// Talos pulls the installer before it acknowledges an upgrade.
+    #[error("error validating installer image {image:?}: {why}")]
+    InstallerPull { image: String, why: String },
     #[error("cannot proxy to {0}: no node of this cluster answers there")]
     NoSuchPeer(IpAddr),
     #[error("open {0}: no such file or directory")]
@@ -126,6 +129,7 @@ impl CallError {
             Self::AlreadyBootstrapped => Code::AlreadyExists,
             Self::NoSuchFile(_) => Code::NotFound,
             Self::Injected { code, .. } => *code,
+            Self::InstallerPull { .. } => Code::Unknown,
         }
     }
 }
@@ -434,8 +438,15 @@ pub fn upgrade(
     now: Timestamp,
 ) -> Result<TalosVersion, CallError> {
     let (server, talos) = node(world, at)?;
-    configured(talos, "Upgrade")?;
+    let config = configured(talos, "Upgrade")?;
     let version = installer_version(image).map_err(|e| CallError::InvalidImage(e.to_string()))?;
+    // The installer comes from its registry: without egress the pull fails.
+    if let Err(no_egress) = services::egress(world, server, &config) {
+        return Err(CallError::InstallerPull {
+            image: image.to_string(),
+            why: no_egress.to_string(),
+        });
+    }
     let back = back_at(world, server, Restart::Upgrade, now);
     let node = &mut node_mut(world, at)?.node;
     node.disk.next_version = Some(version.clone());

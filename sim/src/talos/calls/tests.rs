@@ -291,3 +291,36 @@ fn the_stored_config_reads_back_byte_for_byte_as_applied() {
         Err(CallError::NoSuchFile(_))
     ));
 }
+
+#[test]
+fn an_upgrade_without_egress_fails_pulling_the_installer() {
+    let mut lab = Lab::new();
+    let id = lab.server(
+        "cp-1",
+        "10.0.128.11",
+        "v1.12.6",
+        Some(cluster().machine_config(&control_plane())),
+    );
+    lab.settle();
+    let nat = lab
+        .world
+        .servers
+        .values()
+        .find(|s| s.name == crate::seed::NAT_SERVER)
+        .map(|s| s.id)
+        .unwrap();
+    lab.world.servers.get_mut(&nat).unwrap().status = ServerStatus::Off;
+    let image = "factory.talos.dev/hcloud-installer/abc:v1.12.7";
+    let err = lab
+        .on(id, |w, at, now| upgrade(w, at, image, now))
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unknown);
+    let text = err.to_string();
+    assert!(text.contains("error validating installer image"), "{text}");
+    assert!(text.contains("no egress"), "{text}");
+    assert!(lab.talos(id).node.is_running(), "nothing happened");
+
+    lab.world.servers.get_mut(&nat).unwrap().status = ServerStatus::Running;
+    let version = lab.on(id, |w, at, now| upgrade(w, at, image, now)).unwrap();
+    assert_eq!(version.to_string(), "v1.12.7");
+}
