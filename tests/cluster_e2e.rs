@@ -20,7 +20,8 @@ use hct::talos::api::{AdminCredentials, ApplyMode, NodeAddress, TalosClient, Tru
 use hct::talos::client_config::{
     admin_kubeconfig_at, client_certificate_expiry, talos_api_credentials, talosconfig_at,
 };
-use hct_sim::resources::servers::ServerStatus;
+use hct_sim::resources::servers::{Server, ServerStatus};
+use hct_sim::state::World;
 use hct_sim::{FaultSpec, SimEvent, SimHandle};
 use peers::talos_check::{Config, assert_clean, check};
 use serde_json::json;
@@ -43,8 +44,15 @@ fn pool_nodes(ws: &Workspace, pool: &str) -> Vec<(String, i64, String)> {
         .collect()
 }
 
+/// The sim's servers but the seed's NAT gateway.
+fn cluster_servers(w: &World) -> impl Iterator<Item = &Server> {
+    w.servers
+        .values()
+        .filter(|s| !hct_sim::seed::is_seeded(&s.labels))
+}
+
 fn server_names(sim: &SimHandle) -> BTreeSet<String> {
-    sim.inspect(|w| w.servers.values().map(|s| s.name.clone()).collect())
+    sim.inspect(|w| cluster_servers(w).map(|s| s.name.clone()).collect())
 }
 
 fn expected_names(general: u32) -> BTreeSet<String> {
@@ -64,7 +72,7 @@ fn placement_groups(sim: &SimHandle) -> usize {
 }
 
 fn server_id(sim: &SimHandle, name: &str) -> i64 {
-    sim.inspect(|w| w.servers.values().find(|s| s.name == name).map(|s| s.id))
+    sim.inspect(|w| cluster_servers(w).find(|s| s.name == name).map(|s| s.id))
         .unwrap_or_else(|| panic!("no server {name}"))
 }
 
@@ -145,8 +153,7 @@ fn assert_one_at_a_time(steps: &[String], groups: &[&str]) {
 /// keeps it. Returns how many were judged.
 fn assert_talos_accepts_applied_configs(sim: &SimHandle) -> usize {
     let applied: Vec<(String, String, String)> = sim.inspect(|w| {
-        w.servers
-            .values()
+        cluster_servers(w)
             .filter_map(|server| {
                 let talos = server.talos.as_ref()?;
                 let config = talos.node.config()?;
@@ -180,8 +187,7 @@ fn assert_talos_accepts_applied_configs(sim: &SimHandle) -> usize {
 /// How often Talos started on each node so far, by server name.
 fn talos_starts(sim: &SimHandle) -> BTreeMap<String, u64> {
     sim.inspect(|w| {
-        w.servers
-            .values()
+        cluster_servers(w)
             .filter_map(|s| Some((s.name.clone(), s.talos.as_ref()?.node.summary.starts)))
             .collect()
     })
@@ -254,7 +260,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
             .expect_success("first apply");
         assert_eq!(server_names(&sim), expected_names(3));
         sim.inspect(|w| {
-            for server in w.servers.values() {
+            for server in cluster_servers(w) {
                 assert!(
                     server.public_ipv4.is_none() && server.public_ipv6.is_none(),
                     "{} has a public IP",
@@ -682,7 +688,7 @@ async fn configs_delivered_as_user_data_come_up_too() {
             .expect_success("apply with config_delivery = user_data");
         assert_eq!(server_names(&sim), expected_names(3));
         sim.inspect(|w| {
-            for server in w.servers.values() {
+            for server in cluster_servers(w) {
                 assert!(
                     server.user_data.is_some(),
                     "{} has no user data",
@@ -699,8 +705,7 @@ async fn configs_delivered_as_user_data_come_up_too() {
 /// The Talos release each server runs, by name.
 fn releases(sim: &SimHandle) -> BTreeMap<String, String> {
     sim.inspect(|w| {
-        w.servers
-            .values()
+        cluster_servers(w)
             .map(|s| {
                 let release = s.talos.as_ref().map(|t| t.version.clone());
                 (s.name.clone(), release.unwrap_or_default())
@@ -710,7 +715,7 @@ fn releases(sim: &SimHandle) -> BTreeMap<String, String> {
 }
 
 fn server_ids(sim: &SimHandle) -> BTreeMap<String, i64> {
-    sim.inspect(|w| w.servers.values().map(|s| (s.name.clone(), s.id)).collect())
+    sim.inspect(|w| cluster_servers(w).map(|s| (s.name.clone(), s.id)).collect())
 }
 
 /// Applies `upgrade` (a newer `talos_version`) to the reference cluster on
@@ -1003,8 +1008,7 @@ async fn changes_hct_cannot_make_in_place_fail_the_plan() {
 /// The server type of each server, by name.
 fn server_types(sim: &SimHandle) -> BTreeMap<String, String> {
     sim.inspect(|w| {
-        w.servers
-            .values()
+        cluster_servers(w)
             .map(|s| (s.name.clone(), s.server_type.clone()))
             .collect()
     })
@@ -1019,8 +1023,7 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
             .expect_success("apply");
         let ids = server_ids(&sim);
         let disks_before = sim.inspect(|w| {
-            w.servers
-                .values()
+            cluster_servers(w)
                 .map(|s| (s.name.clone(), s.primary_disk_size))
                 .collect::<BTreeMap<_, _>>()
         });
@@ -1051,8 +1054,7 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
         }
         assert_eq!(server_ids(&sim), ids, "the same servers, resized");
         let disks_after = sim.inspect(|w| {
-            w.servers
-                .values()
+            cluster_servers(w)
                 .map(|s| (s.name.clone(), s.primary_disk_size))
                 .collect::<BTreeMap<_, _>>()
         });
@@ -1099,7 +1101,7 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
         assert!(words.contains("Server type too small"), "{out}");
         assert!(words.contains("Hetzner cannot shrink disks"), "{out}");
         sim.inspect(|w| {
-            for server in w.servers.values() {
+            for server in cluster_servers(w) {
                 assert_eq!(server.status, ServerStatus::Running, "{}", server.name);
             }
         });

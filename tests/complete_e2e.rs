@@ -134,7 +134,7 @@ fn assert_cluster(sim: &SimHandle, ws: &Workspace) {
         let nodes: Vec<_> = w
             .servers
             .values()
-            .filter(|s| s.name != "complete-nat")
+            .filter(|s| s.name != "complete-nat" && !hct_sim::seed::is_seeded(&s.labels))
             .collect();
         let names: BTreeSet<String> = nodes.iter().map(|s| s.name.clone()).collect();
         assert_eq!(names, cluster_names());
@@ -247,13 +247,30 @@ async fn the_complete_example_builds_plans_clean_and_destroys() {
             .expect_success("destroy");
         assert_every_request_was_served(&sim);
         sim.inspect(|w| {
-            let servers: Vec<&str> = w.servers.values().map(|s| s.name.as_str()).collect();
+            let seeded: Vec<i64> = w
+                .servers
+                .values()
+                .filter(|s| hct_sim::seed::is_seeded(&s.labels))
+                .map(|s| s.id)
+                .collect();
+            let servers: Vec<&str> = w
+                .servers
+                .values()
+                .filter(|s| !seeded.contains(&s.id))
+                .map(|s| s.name.as_str())
+                .collect();
             assert!(servers.is_empty(), "servers left: {servers:?}");
             let networks: Vec<&str> = w.networks.values().map(|n| n.name.as_str()).collect();
             // Only the sim's seeded network, which the example never used.
             assert_eq!(networks, ["the private network"]);
             assert!(w.firewalls.is_empty(), "firewalls left");
-            assert!(w.primary_ips.is_empty(), "Primary IPs left");
+            // Only the seed's NAT gateway keeps its Primary IP.
+            assert!(
+                w.primary_ips
+                    .values()
+                    .all(|ip| ip.assignee.is_some_and(|a| seeded.contains(&a))),
+                "Primary IPs left"
+            );
             assert!(w.placement_groups.is_empty(), "placement groups left");
             // keep_on_destroy: the Talos snapshots stay.
             assert!(

@@ -396,6 +396,7 @@ fn hct_config(
         node_taints: Default::default(),
         config_patches: Vec::new(),
         interface: None,
+        ip: None,
     };
     hct::talos::generate(&input, plan, secrets)
         .unwrap()

@@ -122,11 +122,13 @@ fn user_data_text(raw: &str) -> String {
     }
 }
 
-/// Each server's name and the secrets its user data holds.
+/// Each cluster server's name (the seed's NAT gateway left out) and the
+/// secrets its user data holds.
 fn secrets_in_user_data(sim: &SimHandle, needles: &[Needle]) -> Vec<(String, Vec<String>)> {
     let user_data: Vec<(String, Option<String>)> = sim.inspect(|w| {
         w.servers
             .values()
+            .filter(|s| !hct_sim::seed::is_seeded(&s.labels))
             .map(|s| (s.name.clone(), s.user_data.clone()))
             .collect()
     });

@@ -88,6 +88,7 @@ fn generated(plan: &NetworkPlan, secrets: &Secrets, hostname: &str, role: Role) 
         node_taints: BTreeMap::new(),
         config_patches: Vec::new(),
         interface: None,
+        ip: None,
     };
     hct::talos::generate(&input, plan, secrets)
         .unwrap()

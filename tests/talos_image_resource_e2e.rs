@@ -11,6 +11,7 @@ mod support;
 
 use std::time::Duration;
 
+use hct_sim::resources::servers::ServerSpec;
 use hct_sim::{RescueFault, SimHandle};
 use serde_json::json;
 use support::Workspace;
@@ -146,6 +147,23 @@ fn builds_then_adopts_finds_and_destroys() {
         ("v1.12.6", "amd64", QEMU)
     );
     assert_eq!(content.server_type, "cx23", "the default x86 builder");
+    // A server made from the snapshot boots the Talos its disk holds (the
+    // image the builder wrote), not what the labels say.
+    let (release, schematic) = sim.modify(|w| {
+        let mut spec = ServerSpec::new("from-the-snapshot", "cx23", &id.to_string());
+        spec.start_after_create = false;
+        spec.enable_ipv4 = false;
+        spec.enable_ipv6 = false;
+        let now = hct_sim::clock::Timestamp::now();
+        let server = w.create_server(spec, now).unwrap().server;
+        let talos = w.servers[&server].talos.clone().expect("a Talos server");
+        w.servers.remove(&server);
+        (talos.version, talos.schematic)
+    });
+    assert_eq!(
+        (release.as_str(), schematic.as_deref()),
+        ("v1.12.6", Some(QEMU))
+    );
     let builder = snapshot.created_from.expect("made from the builder");
     assert!(
         !sim.inspect(|w| w.servers.contains_key(&builder.id)),

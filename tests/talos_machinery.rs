@@ -110,6 +110,7 @@ fn input(talos_version: &str, role: Role, patch: Patch) -> NodeConfigInput {
         node_taints: BTreeMap::new(),
         config_patches: patch.config_patches(talos_version),
         interface: None,
+        ip: None,
     }
 }
 

@@ -40,6 +40,7 @@ fn machine_config(plan: &NetworkPlan, secrets: &Secrets, hostname: &str, role: R
         node_taints: BTreeMap::new(),
         config_patches: Vec::new(),
         interface: None,
+        ip: None,
     };
     hct::talos::generate(&input, plan, secrets)
         .unwrap()

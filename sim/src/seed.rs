@@ -1,12 +1,24 @@
 //! What a project starts with: Hetzner's system images always, and with
-//! `--seed` the network and Talos snapshots an hct cluster expects to find.
+//! `--seed` the network, its NAT gateway and the Talos snapshots an hct
+//! cluster expects to find. The network routes 0.0.0.0/0 to the NAT
+//! gateway, a running server `hct-sim-nat` attached at that address:
+//! without it the nodes would have no egress. It is labelled
+//! [`SEEDED_LABEL`], so what compares a cluster's servers with the sim's
+//! can leave it out. The Talos snapshots' disks hold the release their
+//! labels name, as a snapshot build would have written it.
 
-use crate::catalog::Architecture;
+use std::net::Ipv4Addr;
+
+use crate::catalog::{self, Architecture};
 use crate::clock::Timestamp;
+use crate::errors::ApiError;
 use crate::ids::{Id, ResourceKind};
 use crate::labels::Labels;
+use crate::rescue::DiskImage;
 use crate::resources::images::{CreatedFrom, Image, ImageStatus, ImageType};
 use crate::resources::networks::{RouteSpec, SubnetSpec};
+use crate::resources::primary_ips::IpType;
+use crate::resources::servers::{BootTarget, PrivateNet, Server, ServerStatus, mac_address};
 use crate::state::World;
 
 /// The Image Factory schematic of the seeded Talos snapshots.
@@ -14,6 +26,16 @@ pub const TALOS_SCHEMATIC: &str =
     "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
 pub const TALOS_VERSIONS: [&str; 3] = ["v1.11.3", "v1.12.6", "v1.13.9"];
 pub const SEED_NETWORK: &str = "the private network";
+/// The seed network's NAT gateway: its name and its address in the network.
+pub const NAT_SERVER: &str = "hct-sim-nat";
+pub const NAT_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 128, 2);
+/// The label of the servers the seed made (value: what it is for).
+pub const SEEDED_LABEL: &str = "hct-sim/seeded";
+
+/// Whether a server with these labels came with the seed.
+pub fn is_seeded(labels: &Labels) -> bool {
+    labels.contains_key(SEEDED_LABEL)
+}
 
 struct SystemImage {
     ids: (Id, Id),
@@ -98,9 +120,24 @@ fn talos_labels(version: &str, arch: &str) -> Labels {
     .collect()
 }
 
+/// What the disk of a seeded Talos snapshot holds: the factory's raw image
+/// of `version`, as a snapshot build would have written it.
+fn seeded_disk(version: &str, arch: &str, now: Timestamp) -> DiskImage {
+    DiskImage {
+        image_url: format!(
+            "https://factory.talos.dev/image/{TALOS_SCHEMATIC}/{version}/hcloud-{arch}.raw.xz"
+        ),
+        version: version.into(),
+        arch: arch.into(),
+        schematic: TALOS_SCHEMATIC.into(),
+        server_type: if arch == "arm64" { "cax11" } else { "cx23" }.into(),
+        written_at: now,
+    }
+}
+
 /// The seed network and Talos snapshots.
-pub fn hct_project(world: &mut World, now: Timestamp) -> Result<(), crate::errors::ApiError> {
-    world.create_network(
+pub fn hct_project(world: &mut World, now: Timestamp) -> Result<(), ApiError> {
+    let network = world.create_network(
         SEED_NETWORK.into(),
         "10.0.0.0/16",
         vec![SubnetSpec {
@@ -110,12 +147,13 @@ pub fn hct_project(world: &mut World, now: Timestamp) -> Result<(), crate::error
         }],
         vec![RouteSpec {
             destination: "0.0.0.0/0".into(),
-            gateway: "10.0.128.2".into(),
+            gateway: NAT_IP.to_string(),
         }],
         Labels::new(),
         false,
         now,
     )?;
+    nat_gateway(world, network, now)?;
     for version in TALOS_VERSIONS {
         for (arch, architecture) in [("amd64", Architecture::X86), ("arm64", Architecture::Arm)] {
             let id = world.next_id(Some(ResourceKind::Image));
@@ -141,10 +179,61 @@ pub fn hct_project(world: &mut World, now: Timestamp) -> Result<(), crate::error
                     architecture,
                     labels: talos_labels(version, arch),
                     delete_protected: false,
-                    content: None,
+                    content: Some(seeded_disk(version, arch, now)),
                 },
             );
         }
     }
     Ok(())
+}
+
+/// The NAT box of the seed network: a Debian server, running, with a
+/// public IPv4 and attached to `network` at [`NAT_IP`].
+fn nat_gateway(world: &mut World, network: Id, now: Timestamp) -> Result<(), ApiError> {
+    let server_type = catalog::server_type("cx23")
+        .ok_or_else(|| ApiError::Internal("no server type cx23".into()))?;
+    let image = world
+        .images
+        .values()
+        .find(|i| i.name.as_deref() == Some("debian-12") && i.architecture == Architecture::X86)
+        .map(|i| i.id);
+    let id = world.next_id(Some(ResourceKind::Server));
+    let labels: Labels = [("role", "nat"), (SEEDED_LABEL, "nat")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    world.servers.insert(
+        id,
+        Server {
+            id,
+            name: NAT_SERVER.into(),
+            status: ServerStatus::Running,
+            created: now,
+            server_type: server_type.name.into(),
+            location: "nbg1".into(),
+            image,
+            primary_disk_size: server_type.disk,
+            public_ipv4: None,
+            public_ipv6: None,
+            private_net: vec![PrivateNet {
+                network,
+                ip: NAT_IP,
+                alias_ips: Vec::new(),
+                mac_address: mac_address(id, network),
+            }],
+            placement_group: None,
+            labels,
+            rescue_enabled: false,
+            user_data: None,
+            ssh_keys: Vec::new(),
+            delete_protected: false,
+            rebuild_protected: false,
+            boot: Some(BootTarget::Disk),
+            talos: None,
+            rescue_keys: Vec::new(),
+            rescue: None,
+            disk: None,
+        },
+    );
+    world.give_server_primary_ip(id, IpType::Ipv4, None, now)
 }

@@ -131,7 +131,20 @@ async fn etcd_members(
             let address = address.clone();
             async move {
                 let mut client = TalosClient::connect(&address, group.trust).await?;
-                let members = client.etcd_members().await?;
+                let members = match client.etcd_members().await {
+                    Ok(members) => members,
+                    Err(error) => {
+                        // etcd not running yet: its service says what it waits for
+                        // (e.g. an image it cannot pull without egress).
+                        let waits = etcd_service_waiting(&mut client).await;
+                        return Err(match (Retry::from(error), waits) {
+                            (Retry::Again(why), Some(waits)) => {
+                                Retry::Again(format!("{why}; {waits}"))
+                            }
+                            (retry, _) => retry,
+                        });
+                    }
+                };
                 let missing: Vec<&str> = nodes
                     .iter()
                     .filter(|n| {
@@ -153,6 +166,20 @@ async fn etcd_members(
         },
     )
     .await
+}
+
+/// What the node's etcd service waits for, if it is not running healthy.
+async fn etcd_service_waiting(client: &mut TalosClient) -> Option<String> {
+    let services = client.services().await.ok()?;
+    let etcd = services.iter().find(|s| s.id == "etcd")?;
+    if etcd.state == "Running" && etcd.healthy {
+        return None;
+    }
+    Some(if etcd.message.is_empty() {
+        format!("etcd is {}", etcd.state)
+    } else {
+        format!("etcd is {}: {}", etcd.state, etcd.message)
+    })
 }
 
 /// Until the node's Kubernetes API server says it is ready.

@@ -84,7 +84,7 @@ impl Group<'_> {
             .map(|slot| {
                 let config = self
                     .settings
-                    .node_config(&slot.name, self.spec.role, &self.spec.traits)
+                    .node_config(&slot.name, slot.ip, self.spec.role, &self.spec.traits)
                     .map_err(ClusterError::config(&slot.name))?;
                 let sha256 = config_sha256(&config);
                 Ok(Desired {

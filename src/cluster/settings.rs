@@ -2,6 +2,7 @@
 //! worker-join bundle that hands them from `hct_cluster` to its pools.
 
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -82,10 +83,11 @@ pub struct NodeTraits {
 }
 
 impl ClusterSettings {
-    /// The machine config of node `hostname`.
+    /// The machine config of node `hostname` at `ip`.
     pub fn node_config(
         &self,
         hostname: &str,
+        ip: Ipv4Addr,
         role: Role,
         traits: &NodeTraits,
     ) -> Result<MachineConfig, ConfigError> {
@@ -101,6 +103,7 @@ impl ClusterSettings {
             node_taints: traits.node_taints.clone(),
             config_patches: traits.config_patches.clone(),
             interface: None,
+            ip: Some(ip),
         };
         crate::talos::generate(&input, &self.plan, &self.secrets)
     }

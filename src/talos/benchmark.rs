@@ -37,6 +37,7 @@ fn nine_nodes() -> Vec<NodeConfigInput> {
                     "machine:\n  sysctls:\n    vm.max_map_count: \"262144\"\n".into(),
                 ],
                 interface: None,
+                ip: None,
             })
         })
         .collect()

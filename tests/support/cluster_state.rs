@@ -64,9 +64,15 @@ pub fn recorded(ws: &Workspace) -> Recorded {
     recorded
 }
 
-/// The sim's servers: name → id.
+/// The sim's servers but the seed's (its NAT gateway): name → id.
 pub fn sim_servers(sim: &SimHandle) -> BTreeMap<String, i64> {
-    sim.inspect(|w| w.servers.values().map(|s| (s.name.clone(), s.id)).collect())
+    sim.inspect(|w| {
+        w.servers
+            .values()
+            .filter(|s| !hct_sim::seed::is_seeded(&s.labels))
+            .map(|s| (s.name.clone(), s.id))
+            .collect()
+    })
 }
 
 /// The sim's placement groups: name → id.

@@ -1,6 +1,8 @@
-//! Emulated Talos Linux nodes. A server created from an image labelled
-//! `os=talos` runs an emulated apid (the Talos API on port 50000) while it
-//! is up, reachable at its private IPs through the SOCKS5 proxy:
+//! Emulated Talos Linux nodes. A server created from an image whose disk
+//! holds Talos (a snapshot of a disk a rescue system wrote, or a seeded one)
+//! runs the release on that disk, with an emulated apid (the Talos API on
+//! port 50000) while it is up, reachable at its private IPs through the
+//! SOCKS5 proxy:
 //!
 //! - booted without a config it is in maintenance mode (self-signed
 //!   certificate, no client certificate asked) and takes ApplyConfiguration,

@@ -1,7 +1,9 @@
 //! The node's view of its network. Hetzner gives a private-only server its
 //! address and a route to the network, but no default route: traffic out
 //! (image pulls) flows only if the machine config routes 0.0.0.0/0 via the
-//! network's gateway, the first host of its range.
+//! network's gateway, the first host of its range, and the network routes
+//! 0.0.0.0/0 on to a NAT gateway: a running server attached to it at the
+//! route's gateway address (checked in `services::egress`).
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -49,6 +51,16 @@ pub enum NoEgress {
          traffic out of the private network, so pulling images fails"
     )]
     WrongGateway { via: IpAddr, gateway: Ipv4Addr },
+    #[error(
+        "network {network} has no route 0.0.0.0/0 to a NAT gateway, so traffic leaving via \
+         {gateway} goes nowhere and pulling images fails (no egress)"
+    )]
+    NoNetworkRoute { network: String, gateway: Ipv4Addr },
+    #[error(
+        "network {network} routes 0.0.0.0/0 to {nat}, but no running server of the network \
+         is at that address, so pulling images fails (no egress)"
+    )]
+    NatGatewayDown { network: String, nat: Ipv4Addr },
 }
 
 /// The gateway the node's traffic leaves through, given the gateways of

@@ -10,7 +10,7 @@ use super::cluster::{self, Clusters};
 use super::config::MachineConfig;
 use super::network::{self, NoEgress};
 use super::node::NodeState;
-use crate::resources::servers::Server;
+use crate::resources::servers::{Server, ServerStatus};
 use crate::state::World;
 use std::net::Ipv4Addr;
 
@@ -52,13 +52,48 @@ pub fn gateways(world: &World, server: &Server) -> Vec<Ipv4Addr> {
         .collect()
 }
 
-/// Whether the node's traffic gets out, and through which gateway.
+/// Whether the node's traffic gets out, and through which gateway: the
+/// node routes it to its network's gateway, and the network routes
+/// 0.0.0.0/0 on to a NAT gateway that runs.
 pub fn egress(
     world: &World,
     server: &Server,
     config: &MachineConfig,
 ) -> Result<Ipv4Addr, NoEgress> {
-    network::egress(&config.routes, &gateways(world, server))
+    let via = network::egress(&config.routes, &gateways(world, server))?;
+    let Some(network) = server
+        .private_net
+        .iter()
+        .filter_map(|p| world.networks.get(&p.network))
+        .find(|n| n.gateway() == via)
+    else {
+        return Ok(via);
+    };
+    let Some(route) = network
+        .routes
+        .iter()
+        .find(|r| r.destination.prefix_len() == 0)
+    else {
+        return Err(NoEgress::NoNetworkRoute {
+            network: network.name.clone(),
+            gateway: via,
+        });
+    };
+    let nat = route.gateway;
+    let forwards = world.servers.values().any(|s| {
+        s.status == ServerStatus::Running
+            && s.private_net
+                .iter()
+                .any(|p| p.network == network.id && (p.ip == nat || p.alias_ips.contains(&nat)))
+    });
+    if forwards {
+        Ok(via)
+    } else {
+        Err(NoEgress::NatGatewayDown {
+            network: network.name.clone(),
+            nat,
+        })
+    }
 }
 
 /// The services of a configured node.

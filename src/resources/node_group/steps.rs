@@ -104,7 +104,7 @@ pub fn plan_nodes(
         .map(|slot| {
             let sha = match configs {
                 Some((settings, spec)) => {
-                    match settings.node_config(&slot.name, spec.role, &spec.traits) {
+                    match settings.node_config(&slot.name, slot.ip, spec.role, &spec.traits) {
                         Ok(config) => Value::from(config_sha256(&config)),
                         Err(e) => {
                             diagnostics.push(

@@ -90,8 +90,13 @@ fn passes(filter: &[String], ip: IpAddr) -> bool {
     included && !excluded
 }
 
-fn planned_ips(plan: &NetworkPlan, role: Role) -> Vec<Ipv4Addr> {
-    match role {
+/// The addresses the node may have: its own when the input names it, else
+/// every planned address of its role (a worker could be in any pool).
+fn planned_ips(plan: &NetworkPlan, node: &Node) -> Vec<Ipv4Addr> {
+    if let Some(ip) = node.ip {
+        return vec![ip];
+    }
+    match node.role {
         Role::ControlPlane => plan.control_plane().ips.clone(),
         Role::Worker => plan
             .worker_pools()
@@ -132,7 +137,7 @@ fn addresses(main: &Value, node: &Node, plan: &NetworkPlan) -> Option<Violation>
     let valid = strings(main.pointer("/machine/kubelet/nodeIP/validSubnets"));
     let mut ranges = strings(main.pointer("/cluster/network/podSubnets"));
     ranges.extend(strings(main.pointer("/cluster/network/serviceSubnets")));
-    let ips = planned_ips(plan, node.role);
+    let ips = planned_ips(plan, node);
     if let Some(ip) = ips.iter().find(|ip| !passes(&valid, IpAddr::V4(**ip))) {
         return Some(violation(
             "machine.kubelet.nodeIP.validSubnets",

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::Ipv4Addr;
 
 use super::ConfigError;
 use super::contract::{self, Contract};
@@ -51,6 +52,10 @@ pub struct NodeConfigInput {
     pub config_patches: Vec<String>,
     /// Default [`DEFAULT_PRIVATE_INTERFACE`].
     pub interface: Option<String>,
+    /// The node's own private IP in the plan. The address checks (kubelet's
+    /// `validSubnets`, etcd's `advertisedSubnets`) look at it alone; without
+    /// it, at every planned IP of the node's role.
+    pub ip: Option<Ipv4Addr>,
 }
 
 impl fmt::Debug for NodeConfigInput {
@@ -70,6 +75,7 @@ impl fmt::Debug for NodeConfigInput {
                 &format_args!("<{} redacted>", self.config_patches.len()),
             )
             .field("interface", &self.interface)
+            .field("ip", &self.ip)
             .finish()
     }
 }
@@ -88,6 +94,7 @@ pub(crate) struct Node {
     pub node_labels: BTreeMap<String, String>,
     pub node_taints: BTreeMap<String, String>,
     pub interface: String,
+    pub ip: Option<Ipv4Addr>,
 }
 
 impl NodeConfigInput {
@@ -113,6 +120,7 @@ impl NodeConfigInput {
             node_labels: self.node_labels.clone(),
             node_taints: self.node_taints.clone(),
             interface: check_interface(self.interface.as_deref())?,
+            ip: self.ip,
         })
     }
 }

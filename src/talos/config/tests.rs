@@ -27,6 +27,7 @@ fn input(talos_version: &str, role: Role) -> NodeConfigInput {
         node_taints: BTreeMap::new(),
         config_patches: Vec::new(),
         interface: None,
+        ip: None,
     }
 }
 
@@ -445,4 +446,42 @@ fn patches_apply_in_order_and_a_bad_one_is_named_by_index() {
         error.to_string(),
         "config_patches[2]: operation 0 (remove /machine/nope): path not found"
     );
+}
+
+/// A worker of pool `general` (10.0.128.64/27 in the reference plan) at
+/// `ip`, whose pool patch narrows kubelet's validSubnets to `subnet`.
+fn worker_narrowed_to(subnet: &str, ip: Option<&str>) -> Result<MachineConfig, ConfigError> {
+    let mut input = input("v1.12.6", Role::Worker);
+    input.hostname = "demo-general-1".into();
+    input.ip = ip.map(|ip| ip.parse().unwrap());
+    input.config_patches = vec![format!(
+        r#"[{{"op": "replace", "path": "/machine/kubelet/nodeIP/validSubnets", "value": ["{subnet}"]}}]"#
+    )];
+    generate(&input, &reference_plan(), testing::fixture_secrets())
+}
+
+#[test]
+fn a_pool_may_narrow_valid_subnets_to_its_own_range() {
+    let config =
+        worker_narrowed_to("10.0.128.64/27", Some("10.0.128.65")).unwrap_or_else(|e| panic!("{e}"));
+    let docs = yaml::parse_documents(config.as_str()).unwrap();
+    assert_eq!(
+        docs[0]["machine"]["kubelet"]["nodeIP"]["validSubnets"],
+        json!(["10.0.128.64/27"])
+    );
+}
+
+#[test]
+fn valid_subnets_without_the_nodes_own_ip_are_refused() {
+    // Narrowed to the other pool's range: this node's own IP is left out.
+    let err = worker_narrowed_to("10.0.128.32/27", Some("10.0.128.65")).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("machine.kubelet.nodeIP.validSubnets"),
+        "{text}"
+    );
+    assert!(text.contains("10.0.128.65"), "{text}");
+    // Without the node's own IP, every worker address of the plan must pass.
+    let err = worker_narrowed_to("10.0.128.64/27", None).unwrap_err();
+    assert!(err.to_string().contains("10.0.128.33"), "{err}");
 }

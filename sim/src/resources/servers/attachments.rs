@@ -16,7 +16,7 @@ use crate::resources::networks::{NETWORK_SERVER_LIMIT, Network};
 use crate::state::World;
 
 /// The MAC address of a server's interface in a network, the same every time.
-pub(super) fn mac_address(server: Id, network: Id) -> String {
+pub fn mac_address(server: Id, network: Id) -> String {
     let n = (server as u64)
         .wrapping_mul(31)
         .wrapping_add(network as u64);

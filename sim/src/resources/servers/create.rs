@@ -21,20 +21,16 @@ use crate::resources::images::Image;
 use crate::resources::primary_ips::IpType;
 use crate::state::World;
 
+/// The Talos slot of a server booting `image`: there is one when the
+/// image's disk holds a Talos image (written by a rescue system, or seeded),
+/// and it runs the release that disk holds, whatever the labels claim.
 fn talos_node(image: &Image) -> Option<TalosNode> {
-    if image.labels.get("os").map(String::as_str) != Some("talos") {
-        return None;
-    }
+    let disk = image.content.as_ref()?;
     Some(TalosNode {
         image: image.id,
-        version: image
-            .labels
-            .get("version")
-            .cloned()
-            .or_else(|| image.os_version.clone())
-            .unwrap_or_default(),
-        arch: image.labels.get("arch").cloned(),
-        schematic: image.labels.get("schematic").cloned(),
+        version: disk.version.clone(),
+        arch: Some(disk.arch.clone()),
+        schematic: Some(disk.schematic.clone()),
         boots: 0,
         last_booted: None,
         node: Box::default(),
@@ -190,6 +186,7 @@ impl World {
 
         let image_id = image.id;
         let talos = talos_node(image);
+        let disk = image.content.clone();
         let id = self.next_id(Some(ResourceKind::Server));
         let mut server = Server {
             id,
@@ -214,7 +211,7 @@ impl World {
             talos,
             rescue_keys: Vec::new(),
             rescue: None,
-            disk: None,
+            disk,
         };
         for network in &spec.networks {
             let (ip, alias_ips) =

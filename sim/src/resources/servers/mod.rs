@@ -16,6 +16,8 @@
 //! use the record without depending on the world.
 
 mod attachments;
+
+pub use attachments::mac_address;
 mod change_type;
 mod create;
 mod power;
@@ -96,12 +98,12 @@ pub enum BootTarget {
 }
 
 /// The slot for an emulated Talos node: filled when a server is created
-/// from an image labelled `os=talos`.
+/// from an image whose disk holds Talos (`Image::content`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TalosNode {
     pub image: Id,
-    /// The Talos release it runs, e.g. `v1.12.6`: the image's `version`
-    /// label until an install or upgrade changes it.
+    /// The Talos release it runs, e.g. `v1.12.6`: the release its disk
+    /// held when it was created, until an install or upgrade changes it.
     pub version: String,
     pub arch: Option<String>,
     pub schematic: Option<String>,
@@ -156,7 +158,8 @@ pub struct Server {
     /// The rescue system, while the server runs it.
     #[serde(default)]
     pub rescue: Option<RescueSession>,
-    /// The Talos image a rescue system wrote to the disk.
+    /// The Talos image the disk holds: the one the server was created from
+    /// (its image's `content`), or the one a rescue system wrote since.
     #[serde(default)]
     pub disk: Option<DiskImage>,
 }

@@ -8,9 +8,23 @@ use crate::clock::Timestamp;
 use crate::errors::ApiError;
 use crate::ids::{Id, ResourceKind, ResourceRef};
 use crate::labels::Labels;
+use crate::rescue::DiskImage;
 use crate::resources::checked_labels;
 use crate::resources::images::{CreatedFrom, Image, ImageStatus, ImageType};
+use crate::resources::servers::Server;
 use crate::state::World;
+
+/// What a snapshot of `server` holds: the Talos image on its disk, at the
+/// release Talos installed last (an upgrade rewrites the disk).
+fn disk_content(server: &Server) -> Option<DiskImage> {
+    let mut disk = server.disk.clone()?;
+    if let Some(talos) = &server.talos
+        && !talos.version.is_empty()
+    {
+        disk.version.clone_from(&talos.version);
+    }
+    Some(disk)
+}
 
 impl World {
     /// Snapshots the server's disk; Hetzner allows this while it runs.
@@ -57,7 +71,7 @@ impl World {
             architecture,
             labels,
             delete_protected: false,
-            content: server.disk.clone(),
+            content: disk_content(server),
         };
         let image_id = self.next_id(Some(ResourceKind::Image));
         self.images.insert(

@@ -247,6 +247,127 @@ fn snapshots_lock_the_server_and_record_their_origin() {
     assert!(snapshot.image_size.is_some_and(|s| s > 0.0));
 }
 
+/// The seeded Talos snapshot of `version` for x86.
+fn seeded_talos(w: &World, version: &str) -> Id {
+    w.images
+        .values()
+        .find(|i| {
+            i.content.as_ref().map(|d| d.version.as_str()) == Some(version)
+                && i.architecture == catalog::Architecture::X86
+        })
+        .map(|i| i.id)
+        .unwrap()
+}
+
+fn talos_labels(version: &str) -> Labels {
+    [("os", "talos"), ("version", version), ("arch", "amd64")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_server_boots_the_release_its_snapshot_disk_holds_not_its_labels() {
+    let (mut w, now) = world();
+    seed::hct_project(&mut w, now).unwrap();
+    let mut spec = private_spec("old");
+    spec.image = seeded_talos(&w, "v1.11.3").to_string();
+    let old = w.create_server(spec, now).unwrap().server;
+    assert_eq!(
+        w.server(old)
+            .unwrap()
+            .disk
+            .as_ref()
+            .map(|d| d.version.as_str()),
+        Some("v1.11.3"),
+        "the disk holds what the seeded snapshot held"
+    );
+    let now = later(now);
+    w.advance(now);
+    // Labels that lie: they claim v1.12.6.
+    let (lying, _) = w
+        .create_image(old, None, None, talos_labels("v1.12.6"), now)
+        .unwrap();
+    let now = later(now);
+    w.advance(now);
+    let held = w.image(lying).unwrap().content.clone().unwrap();
+    assert_eq!(
+        (held.version.as_str(), held.arch.as_str()),
+        ("v1.11.3", "amd64")
+    );
+    assert_eq!(held.schematic, seed::TALOS_SCHEMATIC);
+
+    let mut spec = private_spec("from-lying-snapshot");
+    spec.image = lying.to_string();
+    let id = w.create_server(spec, now).unwrap().server;
+    assert_eq!(
+        w.server(id).unwrap().talos.as_ref().unwrap().version,
+        "v1.11.3"
+    );
+
+    // Labels alone make no Talos disk: a Debian server's snapshot stays Debian.
+    let debian = w.create_server(private_spec("debian"), now).unwrap().server;
+    let now = later(now);
+    w.advance(now);
+    let (fake, _) = w
+        .create_image(debian, None, None, talos_labels("v1.12.6"), now)
+        .unwrap();
+    w.advance(later(now));
+    assert!(w.image(fake).unwrap().content.is_none());
+    let mut spec = private_spec("not-talos");
+    spec.image = fake.to_string();
+    let id = w.create_server(spec, now).unwrap().server;
+    assert!(w.server(id).unwrap().talos.is_none());
+}
+
+#[test]
+fn a_rescue_written_disk_and_an_upgrade_are_what_the_snapshot_holds() {
+    let (mut w, now) = world();
+    seed::hct_project(&mut w, now).unwrap();
+    let builder = w
+        .create_server(private_spec("builder"), now)
+        .unwrap()
+        .server;
+    let schematic = "ab".repeat(32);
+    w.server_mut(builder).unwrap().disk = Some(crate::rescue::DiskImage {
+        image_url: format!(
+            "https://factory.talos.dev/image/{schematic}/v1.13.9/hcloud-amd64.raw.xz"
+        ),
+        version: "v1.13.9".into(),
+        arch: "amd64".into(),
+        schematic: schematic.clone(),
+        server_type: "cx23".into(),
+        written_at: now,
+    });
+    let now = later(now);
+    w.advance(now);
+    let (built, _) = w
+        .create_image(builder, None, None, talos_labels("v1.11.3"), now)
+        .unwrap();
+    let now = later(now);
+    w.advance(now);
+    let mut spec = private_spec("node");
+    spec.image = built.to_string();
+    let node = w.create_server(spec, now).unwrap().server;
+    let talos = w.server(node).unwrap().talos.clone().unwrap();
+    assert_eq!(talos.version, "v1.13.9");
+    assert_eq!(talos.schematic.as_deref(), Some(schematic.as_str()));
+
+    // After an in-place upgrade the disk holds the new release.
+    w.server_mut(node).unwrap().talos.as_mut().unwrap().version = "v1.13.10".into();
+    let now = later(now);
+    w.advance(now);
+    let (upgraded, _) = w
+        .create_image(node, None, None, Labels::new(), now)
+        .unwrap();
+    w.advance(later(now));
+    let held = w.image(upgraded).unwrap().content.clone().unwrap();
+    assert_eq!(
+        (held.version.as_str(), held.schematic.as_str()),
+        ("v1.13.10", schematic.as_str())
+    );
+}
+
 #[test]
 fn failed_snapshot_leaves_no_image() {
     let (mut w, now) = world();
@@ -292,10 +413,7 @@ fn talos_slot_counts_boots_from_disk_only() {
     w.advance(now);
     let node = w.server(id).unwrap().talos.clone().unwrap();
     assert_eq!((node.version.as_str(), node.boots), ("v1.12.6", 1));
-    assert_eq!(
-        node.schematic.as_deref(),
-        Some(&seed::TALOS_SCHEMATIC[..32])
-    );
+    assert_eq!(node.schematic.as_deref(), Some(seed::TALOS_SCHEMATIC));
     assert!(w.drain_events().iter().any(|e| matches!(
         e,
         SimEvent::ServerBooted { server, into: BootTarget::Disk, talos: Some(_) } if *server == id

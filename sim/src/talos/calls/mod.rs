@@ -106,6 +106,9 @@ pub enum CallError {
     NotBootstrapped,
     #[error("invalid upgrade image: {0}")]
     InvalidImage(String),
+    /// Talos pulls the installer before it acknowledges an upgrade.
+    #[error("error validating installer image {image:?}: {why}")]
+    InstallerPull { image: String, why: String },
     #[error("cannot proxy to {0}: no node of this cluster answers there")]
     NoSuchPeer(IpAddr),
     #[error("open {0}: no such file or directory")]
@@ -126,6 +129,7 @@ impl CallError {
             Self::AlreadyBootstrapped => Code::AlreadyExists,
             Self::NoSuchFile(_) => Code::NotFound,
             Self::Injected { code, .. } => *code,
+            Self::InstallerPull { .. } => Code::Unknown,
         }
     }
 }
@@ -364,7 +368,22 @@ pub fn kubeconfig_source(world: &World, at: NodeRef) -> Result<KubeconfigSource,
 }
 
 /// A file of the node. The emulation has one: the machine config the node
-/// runs, as it was applied.
+/// runs, byte for byte as it was applied, comments and key order included.
+///
+/// That is what Talos stores (read in siderolabs/talos for v1.11 to v1.13):
+/// `ApplyConfiguration` in
+/// `internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go` loads
+/// the request's bytes with `configloader.NewFromBytes`, which
+/// (`pkg/machinery/config/configloader/configloader.go`) keeps the source
+/// bytes in a read-only container (`container.NewReadonly`); the
+/// `PersistenceController` (`internal/app/machined/pkg/controllers/config/
+/// persistence.go`) writes `Provider().Bytes()` to the STATE partition, and
+/// `Bytes()` of a read-only container
+/// (`pkg/machinery/config/container/container.go`) returns those source
+/// bytes instead of re-encoding. A config from user data takes the same
+/// loader (`controllers/config/acquire.go`). Only a container built from
+/// changed documents (e.g. by a client-side `talosctl patch`, which then
+/// applies its own encoding) would be re-encoded.
 pub fn read_file(world: &World, at: NodeRef, path: &str) -> Result<Vec<u8>, CallError> {
     let (_, talos) = node(world, at)?;
     let config = configured(talos, "Read")?;
@@ -419,8 +438,15 @@ pub fn upgrade(
     now: Timestamp,
 ) -> Result<TalosVersion, CallError> {
     let (server, talos) = node(world, at)?;
-    configured(talos, "Upgrade")?;
+    let config = configured(talos, "Upgrade")?;
     let version = installer_version(image).map_err(|e| CallError::InvalidImage(e.to_string()))?;
+    // The installer comes from its registry: without egress the pull fails.
+    if let Err(no_egress) = services::egress(world, server, &config) {
+        return Err(CallError::InstallerPull {
+            image: image.to_string(),
+            why: no_egress.to_string(),
+        });
+    }
     let back = back_at(world, server, Restart::Upgrade, now);
     let node = &mut node_mut(world, at)?.node;
     node.disk.next_version = Some(version.clone());

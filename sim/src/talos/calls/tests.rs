@@ -268,3 +268,59 @@ fn injected_rejections_come_before_validation() {
     let invalid = apply(&mut lab, id, "not even yaml: [", ApplyMode::Auto).unwrap_err();
     assert_eq!(invalid.code(), Code::InvalidArgument);
 }
+
+#[test]
+fn the_stored_config_reads_back_byte_for_byte_as_applied() {
+    let mut lab = Lab::new();
+    let id = lab.server("cp-1", "10.0.128.11", "v1.12.6", None);
+    lab.settle();
+    // Comments, a document marker and a trailing blank line: Talos keeps
+    // the applied bytes, so none of it is normalised away.
+    let config = format!(
+        "# applied by a test\n---\n{}\n# the end\n\n",
+        cluster().machine_config(&control_plane())
+    );
+    apply(&mut lab, id, &config, ApplyMode::Auto).unwrap();
+    lab.settle();
+    let stored = lab
+        .on(id, |w, at, _| read_file(w, at, config::CONFIG_PATH))
+        .unwrap();
+    assert_eq!(String::from_utf8(stored).unwrap(), config);
+    assert!(matches!(
+        lab.on(id, |w, at, _| read_file(w, at, "/etc/hosts")),
+        Err(CallError::NoSuchFile(_))
+    ));
+}
+
+#[test]
+fn an_upgrade_without_egress_fails_pulling_the_installer() {
+    let mut lab = Lab::new();
+    let id = lab.server(
+        "cp-1",
+        "10.0.128.11",
+        "v1.12.6",
+        Some(cluster().machine_config(&control_plane())),
+    );
+    lab.settle();
+    let nat = lab
+        .world
+        .servers
+        .values()
+        .find(|s| s.name == crate::seed::NAT_SERVER)
+        .map(|s| s.id)
+        .unwrap();
+    lab.world.servers.get_mut(&nat).unwrap().status = ServerStatus::Off;
+    let image = "factory.talos.dev/hcloud-installer/abc:v1.12.7";
+    let err = lab
+        .on(id, |w, at, now| upgrade(w, at, image, now))
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unknown);
+    let text = err.to_string();
+    assert!(text.contains("error validating installer image"), "{text}");
+    assert!(text.contains("no egress"), "{text}");
+    assert!(lab.talos(id).node.is_running(), "nothing happened");
+
+    lab.world.servers.get_mut(&nat).unwrap().status = ServerStatus::Running;
+    let version = lab.on(id, |w, at, now| upgrade(w, at, image, now)).unwrap();
+    assert_eq!(version.to_string(), "v1.12.7");
+}

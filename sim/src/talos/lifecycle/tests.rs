@@ -214,3 +214,51 @@ fn without_a_default_route_etcd_never_starts() {
             .starts_with("no default route")
     );
 }
+
+#[test]
+fn egress_needs_the_network_route_to_a_running_nat_gateway() {
+    let mut lab = Lab::new();
+    let id = lab.server(
+        "cp-1",
+        "10.0.128.11",
+        "v1.12.6",
+        Some(cluster().machine_config(&control_plane())),
+    );
+    lab.settle();
+    assert_eq!(lab.talos(id).node.summary.egress_via, Some(GATEWAY_IP));
+    let problem = |lab: &Lab| {
+        lab.talos(id)
+            .node
+            .summary
+            .problem
+            .clone()
+            .unwrap_or_default()
+    };
+
+    let nat = lab
+        .world
+        .servers
+        .values()
+        .find(|s| s.name == crate::seed::NAT_SERVER)
+        .map(|s| s.id)
+        .unwrap();
+    lab.world.servers.get_mut(&nat).unwrap().status = ServerStatus::Off;
+    lab.settle();
+    assert_eq!(lab.talos(id).node.summary.egress_via, None);
+    assert!(
+        problem(&lab).contains("routes 0.0.0.0/0 to 10.0.128.2, but no running server"),
+        "{}",
+        problem(&lab)
+    );
+
+    lab.world.servers.get_mut(&nat).unwrap().status = ServerStatus::Running;
+    let network = lab.world.servers[&id].private_net[0].network;
+    lab.world.networks.get_mut(&network).unwrap().routes.clear();
+    lab.settle();
+    assert_eq!(lab.talos(id).node.summary.egress_via, None);
+    assert!(
+        problem(&lab).contains("has no route 0.0.0.0/0"),
+        "{}",
+        problem(&lab)
+    );
+}
