@@ -100,6 +100,8 @@ def one_apply(provider, sim_binary, terraform, example, overrides=None, plans=0)
             if not empty:
                 sys.exit(f"the plan after apply is not empty:\n{out}")
             plan_times.append(elapsed)
+        if plans:  # the provider's RSS during a plan too (untimed)
+            ws.plan_is_empty(rss=True)
         peak = ws.peak_rss_mib()
         ws.destroy()
         return dict(wall=wall, requests=requests, refused=refused, counts=counts, nodes=nodes,

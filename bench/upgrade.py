@@ -76,7 +76,7 @@ def timed_upgrade(provider, sim_binary, terraform, example, max_unavailable, as_
         _, empty, out = ws.plan_is_empty(f"-var=talos_version={TO}")
         if not empty:
             sys.exit(f"the plan after the upgrade is not empty:\n{out}")
-        ws.destroy()
+        ws.destroy(f"-var=talos_version={TO}")
         return wall
     finally:
         sim.stop()
