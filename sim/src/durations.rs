@@ -161,7 +161,9 @@ mod tests {
         );
         assert!(Durations::parse_override("start_server").is_err());
         assert!("slow".parse::<Profile>().is_err());
-        let listed = realistic.with("talos_boot", Duration::from_secs(7)).to_json();
+        let listed = realistic
+            .with("talos_boot", Duration::from_secs(7))
+            .to_json();
         assert_eq!(listed["profile"], "realistic");
         assert_eq!(listed["milliseconds"]["create_server"], 12_000);
         assert_eq!(listed["milliseconds"]["talos_boot"], 7_000);
