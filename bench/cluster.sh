@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Benchmark of the example cluster on hct-sim with realistic durations (see
-# bench/cluster.py for what it measures). Builds release binaries first.
+# The cluster benchmarks (bench/cluster.py: example apply ÷ its single-chain
+# bound, the 100-node apply, the pool upgrade) on hct-sim with realistic
+# durations. Builds the release binaries first unless HCT_BENCH_PROVIDER and
+# HCT_BENCH_SIM name them.
 #
-# Usage: bench/cluster.sh [--plans N] [--check]
+# Usage: bench/cluster.sh [EXAMPLE_DIR] [-n N] [--only example,scale,upgrade] [--check]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-echo "+ cargo build --release --locked -p hct -p hct-sim --bins" >&2
-(cd "$root" && cargo build --release --locked -p hct -p hct-sim --bins)
-target_dir=${CARGO_TARGET_DIR:-target}
-[[ $target_dir = /* ]] || target_dir=$root/$target_dir
-export HCT_BENCH_PROVIDER=${HCT_BENCH_PROVIDER:-$target_dir/release/terraform-provider-hct}
-export HCT_BENCH_SIM=${HCT_BENCH_SIM:-$target_dir/release/hct-sim}
+if [[ -z ${HCT_BENCH_PROVIDER:-} || -z ${HCT_BENCH_SIM:-} ]]; then
+  echo "+ cargo build --release --locked -p hct -p hct-sim --bins" >&2
+  (cd "$root" && cargo build --release --locked -p hct -p hct-sim --bins)
+  target_dir=${CARGO_TARGET_DIR:-target}
+  [[ $target_dir = /* ]] || target_dir=$root/$target_dir
+  export HCT_BENCH_PROVIDER=$target_dir/release/terraform-provider-hct
+  export HCT_BENCH_SIM=$target_dir/release/hct-sim
+fi
 exec python3 "$root/bench/cluster.py" "$@"

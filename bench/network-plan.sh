@@ -122,6 +122,8 @@ for ((i = 1; i <= runs; i++)); do # interleaved, so drift hits both alike
   plan "$work/hct" "$work/bin.tfrc" >>"$work/hct.times"
   plan "$work/baseline" "$work/bin.tfrc" >>"$work/baseline.times"
 done
+paste "$work/hct.times" "$work/baseline.times" | awk '{ printf "%d\n", 1000000 * $1 / $2 }' >"$work/ratio.times"
+read -r ratio_med ratio_min ratio_max < <(stats "$work/ratio.times")
 read -r hct_med hct_min hct_max < <(stats "$work/hct.times")
 read -r base_med base_min base_max < <(stats "$work/baseline.times")
 
@@ -139,6 +141,8 @@ echo
 printf '%-9s median %8.1f ms   (min %.1f, max %.1f; %d runs)\n' hct "$hct_med" "$hct_min" "$hct_max" "$runs"
 printf '%-9s median %8.1f ms   (min %.1f, max %.1f; %d runs)\n' baseline "$base_med" "$base_min" "$base_max" "$runs"
 echo "ratio hct/baseline: $ratio (target <= 1.2): $(verdict "$ratio_ok")"
+awk -v m="$ratio_med" -v a="$ratio_min" -v b="$ratio_max" -v n="$runs" 'BEGIN {
+  printf "ratio of each interleaved pair: median %.2f (min %.2f, max %.2f; %d pairs)\n", m / 1000, a / 1000, b / 1000, n }'
 if [[ -z $peak_kib ]]; then
   rss_ok=0
   echo "provider peak RSS: not recorded (no provider process ran to its end under the wrapper;" \

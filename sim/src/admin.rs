@@ -1,5 +1,6 @@
 //! The emulator's own endpoints under `/_sim` (same bearer token as the API):
-//! the whole state, the request log, and fault injection.
+//! the whole state, the request log, fault injection, and the durations in
+//! effect (for benchmarks that derive their lower bounds from them).
 
 use axum::Router;
 use axum::body::Bytes;
@@ -19,6 +20,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/state", get(state_json))
         .route("/requests", get(requests).delete(clear_requests))
         .route("/faults", get(faults).post(add_faults).delete(clear_faults))
+        .route("/durations", get(durations))
         .route_layer(from_fn_with_state(state, admin_auth))
 }
 
@@ -40,6 +42,10 @@ async fn requests(State(sim): State<AppState>) -> Response {
 async fn clear_requests(State(sim): State<AppState>) -> Response {
     lock(&sim.requests).clear();
     no_content()
+}
+
+async fn durations(State(sim): State<AppState>) -> Response {
+    ok(sim.world().config.durations.to_json())
 }
 
 async fn faults(State(sim): State<AppState>) -> Response {

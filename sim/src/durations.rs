@@ -15,6 +15,16 @@ pub enum Profile {
     Realistic,
 }
 
+impl Profile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fast => "fast",
+            Self::Short => "short",
+            Self::Realistic => "realistic",
+        }
+    }
+}
+
 impl FromStr for Profile {
     type Err = String;
 
@@ -29,6 +39,33 @@ impl FromStr for Profile {
         }
     }
 }
+
+/// Every command with a duration of its own, for listings (`GET /_sim/durations`).
+pub const COMMANDS: [&str; 23] = [
+    "create_server",
+    "start_server",
+    "stop_server",
+    "shutdown_server",
+    "reset_server",
+    "reboot_server",
+    "delete_server",
+    "create_image",
+    "change_server_type",
+    "enable_rescue",
+    "disable_rescue",
+    "rescue_write_image",
+    "attach_to_network",
+    "detach_from_network",
+    "change_alias_ips",
+    "add_subnet",
+    "delete_subnet",
+    "add_route",
+    "delete_route",
+    "talos_boot",
+    "talos_install",
+    "talos_reboot",
+    "talos_upgrade",
+];
 
 /// Milliseconds per profile: (fast, short, realistic).
 fn table(command: &str) -> (u64, u64, u64) {
@@ -82,6 +119,20 @@ impl Durations {
         })
     }
 
+    /// Every listed command (and every override) with its duration in
+    /// milliseconds, as a JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut all: BTreeMap<String, u64> = COMMANDS
+            .iter()
+            .map(|c| (c.to_string(), 0))
+            .chain(self.overrides.keys().map(|c| (c.clone(), 0)))
+            .collect();
+        for (command, ms) in &mut all {
+            *ms = u64::try_from(self.for_command(command).as_millis()).unwrap_or(u64::MAX);
+        }
+        serde_json::json!({ "profile": self.profile.as_str(), "milliseconds": all })
+    }
+
     /// Parses an override written `command=duration`, e.g. `create_image=2s`.
     pub fn parse_override(text: &str) -> Result<(String, Duration), String> {
         let (command, duration) = text
@@ -110,5 +161,12 @@ mod tests {
         );
         assert!(Durations::parse_override("start_server").is_err());
         assert!("slow".parse::<Profile>().is_err());
+        let listed = realistic
+            .with("talos_boot", Duration::from_secs(7))
+            .to_json();
+        assert_eq!(listed["profile"], "realistic");
+        assert_eq!(listed["milliseconds"]["create_server"], 12_000);
+        assert_eq!(listed["milliseconds"]["talos_boot"], 7_000);
+        assert_eq!(listed["milliseconds"]["talos_reboot"], 3_000);
     }
 }

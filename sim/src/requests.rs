@@ -25,6 +25,8 @@ pub struct Entry {
 pub struct RequestLog {
     total: u64,
     counts: BTreeMap<String, u64>,
+    /// Requests per answer status, e.g. how many were refused with 429.
+    statuses: BTreeMap<u16, u64>,
     entries: VecDeque<Entry>,
 }
 
@@ -39,6 +41,7 @@ impl RequestLog {
     ) {
         self.total += 1;
         *self.counts.entry(route.to_string()).or_default() += 1;
+        *self.statuses.entry(status).or_default() += 1;
         if self.entries.len() == KEEP {
             self.entries.pop_front();
         }
@@ -69,6 +72,7 @@ impl RequestLog {
         json!({
             "total": self.total,
             "counts": self.counts,
+            "statuses": self.statuses,
             "requests": self.entries,
         })
     }

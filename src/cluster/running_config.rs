@@ -1,11 +1,14 @@
 //! Which config each node runs, read back over the Talos API when Terraform
 //! refreshes, so a config changed outside hct (`talosctl apply-config`,
-//! `talosctl edit mc`) shows up in the plan as a re-apply.
+//! `talosctl edit mc`) shows up in the plan as a re-apply. At most
+//! `CONCURRENT_READS` nodes are asked at once in the whole process, however
+//! many groups Terraform refreshes side by side.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures_util::future::join_all;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
@@ -17,6 +20,12 @@ use crate::talos::config::config_sha256;
 /// short, because a plan run outside the private network (no talos_proxy)
 /// waits this long once, for all nodes at the same time.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Nodes asked at the same time: enough to hide the round trips, few enough
+/// that a 100-node refresh does not open a hundred mTLS connections through
+/// one proxy at once (and time them out while they queue).
+const CONCURRENT_READS: usize = 16;
+static READ_SLOTS: Semaphore = Semaphore::const_new(CONCURRENT_READS);
 
 /// What a node said about its config.
 enum Running {
@@ -42,12 +51,19 @@ pub async fn refresh(
         // A node hct has not configured yet gets its config at the next apply.
         node.config_sha256.as_ref()?;
         let address = NodeAddress::new(node.ip.into(), proxy);
+        let ask = async {
+            // The timeout starts once the node's turn has come.
+            let Ok(_slot) = READ_SLOTS.acquire().await else {
+                return Running::Unknown("stopped".into());
+            };
+            tokio::time::timeout(READ_TIMEOUT, running_config(&address, trust))
+                .await
+                .unwrap_or_else(|_| {
+                    Running::Unknown(format!("no answer within {}s", READ_TIMEOUT.as_secs()))
+                })
+        };
         let running = tokio::select! {
-            asked = tokio::time::timeout(READ_TIMEOUT, running_config(&address, trust)) => {
-                asked.unwrap_or_else(|_| Running::Unknown(format!(
-                    "no answer within {}s", READ_TIMEOUT.as_secs()
-                )))
-            }
+            running = ask => running,
             () = cancel.cancelled() => Running::Unknown("stopped".into()),
         };
         Some(running)
