@@ -16,6 +16,7 @@ use super::kube_api;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::talos::api::{TalosClient, TalosError};
+use crate::talos::client_config::ApiCredentials;
 use crate::talos::release::TalosVersion;
 
 /// The error for a control plane that does not know the pool's secrets.
@@ -71,12 +72,37 @@ pub async fn until_joinable(group: &Group<'_>, node: &NodeRecord) -> Result<(), 
     .await
 }
 
+/// Whether a control-plane node is in service: etcd and kubelet healthy,
+/// its Kubernetes API server ready; else what it is waiting for.
+async fn in_service(
+    group: &Group<'_>,
+    ip: Ipv4Addr,
+    credentials: &ApiCredentials,
+) -> Result<Option<String>, Retry> {
+    let address = group.address(ip);
+    let mut client = TalosClient::connect(&address, group.trust).await?;
+    let services = client.services().await?;
+    for id in ["etcd", "kubelet"] {
+        if !services
+            .iter()
+            .any(|s| s.id == id && s.state == "Running" && s.healthy)
+        {
+            return Ok(Some(format!("{ip}: {id} is not healthy yet")));
+        }
+    }
+    Ok(kube_api::readyz(ip.into(), group.proxy, credentials)
+        .await
+        .err()
+        .map(|why| format!("{ip}: {why}")))
+}
+
 /// Until every control plane runs the pool's Talos release (or a newer
-/// one): a pool moves its nodes to a release only after the control plane
-/// did, whichever resource Terraform applies first.
+/// one) and is back in service: a pool moves its nodes to a release only
+/// after the control plane did, whichever resource Terraform applies first.
 pub async fn until_on_release(group: &Group<'_>) -> Result<(), ClusterError> {
     let target = &group.settings.talos_version;
     let ips = &group.settings.plan.control_plane().ips;
+    let credentials = group.settings.kubernetes_trust()?;
     let step = format!("waiting for every control plane to run Talos {target}");
     let label = format!("pool {}", group.spec.group);
     wait::until(group.deadline, &label, &step, || async {
@@ -85,6 +111,8 @@ pub async fn until_on_release(group: &Group<'_>) -> Result<(), ClusterError> {
             let tag = release_of(group, *ip).await?;
             if !TalosVersion::parse(&tag).is_ok_and(|running| running >= *target) {
                 behind.push(format!("{ip} runs {tag}"));
+            } else if let Some(why) = in_service(group, *ip, &credentials).await? {
+                behind.push(why);
             }
         }
         if behind.is_empty() {

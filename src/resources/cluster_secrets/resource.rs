@@ -6,12 +6,14 @@
 use async_trait::async_trait;
 use tracing::info;
 
+use crate::cluster::preflight::{Paths, Preflight};
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::cluster::model;
 use crate::resources::cluster::settings_plan::{self, fill_defaults, settings_known};
 use crate::resources::cluster::settings_schema::settings_attributes;
 use crate::resources::values::{failed, set};
 use crate::talos::Secrets;
+use crate::talos::release::TalosVersion;
 use crate::tf::{Attribute, Diagnostic, Diagnostics, Schema, Type, Value};
 
 pub const TYPE_NAME: &str = "hct_cluster_secrets";
@@ -26,8 +28,11 @@ fn schema() -> Schema {
          and its `hct_worker_pool`s read (`worker_join = hct_cluster_secrets.<name>.worker_join` \
          in each). Creating it is instant and calls nothing remote, so Terraform can start the \
          pools beside the control plane: their servers are created, attached, booted and \
-         configured while the control plane comes up, and join once it can take them. Changing \
-         a setting here changes the cluster and every pool (a Talos upgrade still goes control \
+         configured while the control plane comes up, and join once it can take them. Its plan \
+         checks the network (range, node subnet, route `0.0.0.0/0`, the 100-server limit) and \
+         the image against Hetzner, as `hct_cluster`'s does in the serial form; server types and \
+         locations are checked by the cluster and the pools (at plan time once the secrets \
+         exist, else before their first server is created). Changing a setting here changes the cluster and every pool (a Talos upgrade still goes control \
          plane first: pools wait until every control plane runs the new release).",
     );
     settings_attributes(true)
@@ -61,6 +66,50 @@ fn planned_join(planned: &Value) -> Result<Value, Diagnostic> {
     Ok(Value::from(settings.worker_join().encode()))
 }
 
+/// The checks of the network and the image against Hetzner, at plan time
+/// of a new cluster or new values (the groups check their server types and
+/// locations once the bundle is known, at the latest before a server is
+/// created). On create, the plan's nodes count towards the network's limit.
+async fn preflight(ctx: &Context, prior: &Value, planned: &Value) -> Diagnostics {
+    let inputs = ["network_id", "network_plan", "image_id", "talos_version"];
+    let changed = prior.is_null() || inputs.iter().any(|n| prior.get(n) != planned.get(n));
+    // An image built in the same apply is checked at apply.
+    let needed = ["network_id", "network_plan", "talos_version"];
+    if !changed || !needed.iter().all(|n| planned.get(n).is_wholly_known()) {
+        return Diagnostics::new();
+    }
+    let (Ok(plan), Ok(talos_version), Ok(client)) = (
+        model::parse_plan(model::text(planned, "network_plan")),
+        TalosVersion::parse(model::text(planned, "talos_version")),
+        ctx.hcloud(),
+    ) else {
+        return Diagnostics::new();
+    };
+    let new_servers = if prior.is_null() {
+        let pools: u32 = plan.worker_pools().values().map(|p| p.nodes).sum();
+        (plan.control_plane().nodes + pools) as usize
+    } else {
+        0
+    };
+    let check = Preflight {
+        network_id: planned.get("network_id").as_i64().unwrap_or_default(),
+        plan: &plan,
+        image_id: planned.get("image_id").as_str(),
+        talos_version: &talos_version,
+        server_type: "",
+        location: "",
+        new_servers,
+        paths: Paths {
+            network_id: model::attr("network_id"),
+            network_plan: model::attr("network_plan"),
+            image_id: model::attr("image_id"),
+            server_type: model::attr("name"),
+            location: model::attr("name"),
+        },
+    };
+    check.cluster_wide(&client).await.0
+}
+
 #[async_trait]
 impl Resource for ClusterSecretsResource {
     fn type_name(&self) -> &'static str {
@@ -75,7 +124,7 @@ impl Resource for ClusterSecretsResource {
         model::validate_settings(config)
     }
 
-    async fn plan(&self, _ctx: &Context, request: PlanRequest) -> Plan {
+    async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan {
         if request.proposed.is_null() {
             return Plan::default();
         }
@@ -104,6 +153,8 @@ impl Resource for ClusterSecretsResource {
             Ok(join) => set(&mut plan.planned, "worker_join", join),
             Err(d) => plan.diagnostics.push(d),
         }
+        let found = preflight(ctx, prior, &plan.planned).await;
+        plan.diagnostics.extend(found);
         plan
     }
 
