@@ -22,10 +22,11 @@ use hct::talos::client_config::{
 };
 use hct_sim::resources::servers::{Server, ServerStatus};
 use hct_sim::state::World;
-use hct_sim::{FaultSpec, SimEvent, SimHandle};
+use hct_sim::{FaultSpec, SimHandle};
 use peers::talos_check::{Config, assert_clean, check};
 use serde_json::json;
 use support::reference::{pools, pools_labelled, resource_values, state_attribute, workspace};
+use support::timeline::{out_of_service_at_once, talos_starts, talos_timeline};
 use support::{TfOutput, Workspace};
 
 /// The `nodes` of a pool in state: name → (server id, config hash).
@@ -182,69 +183,6 @@ fn assert_talos_accepts_applied_configs(sim: &SimHandle) -> usize {
         assert_clean(release, &check(release, configs));
     }
     applied.len()
-}
-
-/// How often Talos started on each node so far, by server name.
-fn talos_starts(sim: &SimHandle) -> BTreeMap<String, u64> {
-    sim.inspect(|w| {
-        cluster_servers(w)
-            .filter_map(|s| Some((s.name.clone(), s.talos.as_ref()?.node.summary.starts)))
-            .collect()
-    })
-}
-
-/// The sim's Talos-node events received so far: (name, healthy, starts).
-fn talos_timeline(
-    events: &mut tokio::sync::broadcast::Receiver<SimEvent>,
-) -> Vec<(String, bool, u64)> {
-    let mut timeline = Vec::new();
-    loop {
-        match events.try_recv() {
-            Ok(SimEvent::TalosNode {
-                name,
-                healthy,
-                starts,
-                ..
-            }) => timeline.push((name, healthy, starts)),
-            Ok(_) => {}
-            Err(tokio::sync::broadcast::error::TryRecvError::Empty) => return timeline,
-            Err(e) => panic!("the sim's timeline: {e}"),
-        }
-    }
-}
-
-/// From a timeline that starts with every node in service: the most nodes
-/// of `group` out of service at once (not healthy, or started again and
-/// not yet healthy), and the nodes that started again.
-fn out_of_service_at_once(
-    starts_before: &BTreeMap<String, u64>,
-    timeline: &[(String, bool, u64)],
-    group: &str,
-) -> (usize, BTreeSet<String>) {
-    let mut starts: BTreeMap<&str, u64> = starts_before
-        .iter()
-        .map(|(name, count)| (name.as_str(), *count))
-        .collect();
-    let mut down: BTreeSet<&str> = BTreeSet::new();
-    let mut restarted = BTreeSet::new();
-    let mut most = 0;
-    for (name, healthy, count) in timeline.iter().filter(|(n, ..)| n.contains(group)) {
-        let again = starts
-            .insert(name, *count)
-            .is_some_and(|before| before < *count);
-        if again {
-            restarted.insert(name.clone());
-        }
-        if *healthy {
-            // A restart seen only once it was over still took the node down.
-            most = most.max(down.len() + usize::from(again && !down.contains(name.as_str())));
-            down.remove(name.as_str());
-        } else {
-            down.insert(name);
-            most = most.max(down.len());
-        }
-    }
-    (most, restarted)
 }
 
 async fn sim() -> SimHandle {
@@ -406,7 +344,8 @@ async fn ctrl_c_stops_a_long_wait_promptly_and_keeps_the_servers_in_state() {
     let ws = workspace(&sim);
     sim.add_fault(FaultSpec::parse(r#"{"talos": "slow_boot", "delay_ms": 600000}"#).unwrap());
     tokio::task::block_in_place(|| {
-        let mut apply = apply_until_servers_exist(&ws, &sim, 3);
+        // The pools create their servers beside the control plane's.
+        let mut apply = apply_until_servers_exist(&ws, &sim, 9);
         std::thread::sleep(Duration::from_millis(500));
         // What Ctrl-C does: SIGINT to Terraform, which sends StopProvider.
         std::process::Command::new("kill")
@@ -518,10 +457,17 @@ async fn a_node_that_never_comes_up_times_out_naming_it() {
             .find(|n| n["name"] == "noreturn-cp-2")
             .unwrap_or_else(|| panic!("noreturn-cp-2 is not in state: {cp}"));
         assert!(cp_2["config_sha256"].is_null(), "{cp_2}");
-        // The servers are in state; once the node answers, untaint and continue.
+        // The servers are in state; once the node answers, untaint and continue
+        // (the pools, which waited for that control plane, failed too).
         sim.clear_faults();
-        ws.terraform(&["untaint", "hct_cluster.this"])
-            .expect_success("untaint");
+        for address in [
+            "hct_cluster.this",
+            "hct_worker_pool.this[\"platform\"]",
+            "hct_worker_pool.this[\"general\"]",
+        ] {
+            ws.terraform(&["untaint", address])
+                .expect_success("untaint");
+        }
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("continue");
         assert_eq!(server_names(&sim), expected_names(3));
@@ -761,7 +707,19 @@ fn upgrade_in_place(sim: &SimHandle, ws: &Workspace, upgrade: &[&str], to: &str)
         );
     }
     assert_one_at_a_time(&steps, &groups);
-    assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
+    // The control plane first: the pools, applied beside the cluster, wait
+    // until every control plane runs the release and is back in service,
+    // before any worker goes down (the sim's own order).
+    let last_cp = timeline
+        .iter()
+        .rposition(|(name, ..)| name.contains("-cp-"));
+    let first_worker_down = timeline
+        .iter()
+        .position(|(name, healthy, _)| !name.contains("-cp-") && !healthy);
+    assert!(
+        last_cp < first_worker_down,
+        "a worker went down before the control plane was done\n{timeline:#?}"
+    );
     // Every node restarted, and no two of one group were out of service at once.
     for group in groups {
         let (most, restarted) = out_of_service_at_once(&starts_before, &timeline, group);
@@ -1060,7 +1018,8 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
         });
         assert_eq!(disks_after, disks_before, "disks keep their size");
         // One at a time per group: each is back in service before the next
-        // of its group goes down; the control plane first.
+        // of its group goes down (the pool resizes beside the control plane:
+        // only Talos upgrades wait for it).
         let steps = node_steps(
             &log,
             "changing the server type",
@@ -1068,7 +1027,6 @@ async fn a_new_server_type_resizes_the_servers_one_at_a_time() {
         );
         assert_eq!(steps.len(), 12, "{steps:#?}\n{log}");
         assert_one_at_a_time(&steps, &["-cp-", "-platform-"]);
-        assert!(steps[..6].iter().all(|s| s.contains("-cp-")), "{steps:#?}");
         let (code, out) = plan_exit_code(&ws, &cp_type);
         assert_eq!(code, 0, "plan after resizing\n{out}");
 

@@ -179,13 +179,20 @@ resource "hct_talos_image" "this" {
   keep_on_destroy = true
 }
 
-resource "hct_cluster" "this" {
+# The cluster-wide settings and secrets (made at apply, instantly): the
+# cluster and its pools both read them, so the pools boot beside the
+# control plane.
+resource "hct_cluster_secrets" "this" {
   name          = var.cluster_name
   network_id    = hcloud_network.this.id
   network_plan  = local.plan.json
   talos_version = var.talos_version
   image_id      = hct_talos_image.this.id
   schematic_id  = hct_talos_image.this.schematic_id
+}
+
+resource "hct_cluster" "this" {
+  worker_join   = hct_cluster_secrets.this.worker_join
   control_plane = { server_type = var.control_plane_server_type, location = var.location }
 
   # Nodes pull their images at boot: the route (and so the NAT box) and the
@@ -195,9 +202,11 @@ resource "hct_cluster" "this" {
 
 resource "hct_worker_pool" "this" {
   for_each    = var.worker_pools
-  worker_join = hct_cluster.this.worker_join
+  worker_join = hct_cluster_secrets.this.worker_join
   name        = each.key
   server_type = each.value.sku
   location    = var.location
   node_labels = each.value.labels
+
+  depends_on = [hcloud_network_subnet.nodes, hcloud_network_route.egress]
 }

@@ -43,13 +43,13 @@ variable "control_plane_server_type" {
 }
 
 variable "create_timeout" {
-  description = "How long creating the control plane may take."
+  description = "How long creating the control plane (and each pool) may take."
   type        = string
   default     = "30m"
 }
 
 variable "update_timeout" {
-  description = "How long an update of the control plane (a Talos upgrade goes node by node) may take."
+  description = "How long an update of the control plane or a pool (a Talos upgrade goes node by node) may take."
   type        = string
   default     = "30m"
 }
@@ -65,6 +65,12 @@ variable "machine_secrets" {
   type        = string
   default     = null
   sensitive   = true
+}
+
+variable "max_unavailable" {
+  description = "How many nodes of each pool may be out of service at once during upgrades, reboots and resizes: a count or a percentage such as \"20%\"."
+  type        = string
+  default     = "1"
 }
 
 variable "worker_pools" {
@@ -102,16 +108,23 @@ resource "hct_talos_image" "this" {
   keep_on_destroy = true
 }
 
-resource "hct_cluster" "this" {
-  name          = var.cluster_name
-  network_id    = var.network_id
-  network_plan  = data.hct_network_plan.this.json
-  talos_version = var.talos_version
-  image_id      = hct_talos_image.this.id
-  schematic_id  = hct_talos_image.this.schematic_id
-  control_plane = { server_type = var.control_plane_server_type, location = var.location }
+# The cluster-wide settings and secrets, made at apply in an instant. The
+# cluster and the pools both read its worker_join, so Terraform starts the
+# pools beside the control plane: their servers boot while it comes up.
+resource "hct_cluster_secrets" "this" {
+  name            = var.cluster_name
+  network_id      = var.network_id
+  network_plan    = data.hct_network_plan.this.json
+  talos_version   = var.talos_version
+  image_id        = hct_talos_image.this.id
+  schematic_id    = hct_talos_image.this.schematic_id
   machine_secrets = var.machine_secrets
   config_delivery = var.config_delivery
+}
+
+resource "hct_cluster" "this" {
+  worker_join   = hct_cluster_secrets.this.worker_join
+  control_plane = { server_type = var.control_plane_server_type, location = var.location }
 
   timeouts {
     create = var.create_timeout
@@ -121,11 +134,20 @@ resource "hct_cluster" "this" {
 
 resource "hct_worker_pool" "this" {
   for_each    = var.worker_pools
-  worker_join = hct_cluster.this.worker_join
+  worker_join = hct_cluster_secrets.this.worker_join
   name        = each.key
   server_type = each.value.sku
   location    = var.location
   node_labels = each.value.labels
+
+  update_strategy {
+    max_unavailable = var.max_unavailable
+  }
+
+  timeouts {
+    create = var.create_timeout
+    update = var.update_timeout
+  }
 }
 
 output "endpoint" {

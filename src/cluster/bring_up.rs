@@ -8,6 +8,7 @@ use futures_util::future::join_all;
 use tracing::info;
 
 use super::ClusterError;
+use super::control_plane;
 use super::group::Group;
 use super::kube_api;
 use super::record::NodeRecord;
@@ -43,9 +44,12 @@ pub async fn control_plane(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<()
     Ok(())
 }
 
-/// Waits until every worker is configured and runs kubelet.
+/// Waits until every worker is configured and runs kubelet: first until
+/// the control plane can take it (it may still be coming up beside the
+/// pool), then for the node itself.
 pub async fn workers(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), ClusterError> {
     let waits = nodes.iter().map(|n| async move {
+        control_plane::until_joinable(group, n).await?;
         talos_api(group, n).await?;
         services(group, n, &["kubelet"]).await
     });

@@ -1,8 +1,9 @@
 //! Making a group's servers match the plan: create what is missing
 //! (adopting servers of ours that exist but are not in state), replace
 //! servers a killed run left with other secrets, scale down, restore
-//! labels, resize, and re-apply changed machine configs one node at a time
-//! (upgrading Talos first when the release changed). Every server is
+//! labels, resize, and re-apply changed machine configs a budget of nodes at
+//! a time (`budget`; upgrading Talos first when the release changed, a pool
+//! only once its control plane runs that release). Every server is
 //! recorded the moment it exists or is gone.
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use futures_util::future::join_all;
 use tracing::{info, warn};
 
 use super::ClusterError;
+use super::control_plane;
 use super::group::{Desired, Group};
 use super::naming;
 use super::record::NodeRecord;
@@ -21,6 +23,7 @@ use super::upgrade;
 use super::wait::{self, Retry};
 use crate::hcloud::models::Server;
 use crate::hcloud::{CreateStep, PrivateServer};
+use crate::talos::Role;
 use crate::talos::api::{ApplyMode, TalosClient, TalosError, Trust};
 
 impl Group<'_> {
@@ -105,20 +108,30 @@ impl Group<'_> {
             .filter_map(|d| existing.get(&d.slot.name))
             .filter(|s| s.server_type.name != self.spec.server_type)
             .collect();
-        self.resize(&resizing).await?;
-        // One node at a time, so a bad config never takes down more than one.
-        for d in &desired {
-            if let Some(node) = self.recorder.node(&d.slot.name)
-                && node.config_sha256.as_deref() != Some(d.sha256.as_str())
-            {
-                // A new talos_version changes every config (its installer
-                // image): the node moves to that release before it gets the
-                // config made for it.
-                upgrade::to_release(self, &node).await?;
-                info!(node = %node.name, "machine config changed; applying it");
-                self.apply_config(d, node.ip).await?;
-            }
+        self.resize(desired.len(), &resizing).await?;
+        // A budget of nodes at a time (control planes: one), so a bad config
+        // never takes down more than that.
+        let changed: Vec<(&Desired, NodeRecord)> = desired
+            .iter()
+            .filter_map(|d| {
+                let node = self.recorder.node(&d.slot.name)?;
+                (node.config_sha256.as_deref() != Some(d.sha256.as_str())).then_some((d, node))
+            })
+            .collect();
+        if !changed.is_empty() && self.spec.role == Role::Worker {
+            // Terraform may apply the pool beside its cluster: the control
+            // plane moves to a release first.
+            control_plane::until_on_release(self).await?;
         }
+        self.rolling(desired.len(), changed, |(d, node)| async move {
+            // A new talos_version changes every config (its installer
+            // image): the node moves to that release before it gets the
+            // config made for it.
+            upgrade::to_release(self, &node).await?;
+            info!(node = %node.name, "machine config changed; applying it");
+            self.apply_config(d, node.ip).await
+        })
+        .await?;
         self.remove_spare_placement_groups(
             &groups,
             slots::placement_groups_for(slots.len() as u32),

@@ -6,7 +6,7 @@ use crate::duration;
 use crate::hcloud::HcloudError;
 use crate::talos::api::TalosError;
 use crate::talos::config::ConfigError;
-use crate::tf::Diagnostic;
+use crate::tf::{AttrPath, Diagnostic};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -46,6 +46,9 @@ pub enum ClusterError {
     Credentials(String),
     #[error("{0}")]
     Conflict(String),
+    /// A pool's `worker_join` does not match its cluster as it runs.
+    #[error("{detail}")]
+    ForeignJoin { detail: String },
     /// A change hct will not make, found before anything was touched.
     #[error("{detail}")]
     Refused {
@@ -128,6 +131,10 @@ impl ClusterError {
                 Diagnostic::error("Conflicting object on Hetzner", self.to_string())
             }
             ClusterError::Refused { summary, detail } => Diagnostic::error(*summary, detail),
+            ClusterError::ForeignJoin { detail } => {
+                Diagnostic::error("worker_join is not this cluster's", detail)
+                    .at(AttrPath::attr("worker_join"))
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use tracing::info;
 
 use super::ClusterError;
+use super::budget::Budget;
 use super::naming;
 use super::record::Recorder;
 use super::settings::{ClusterSettings, NodeTraits, config_sha256};
@@ -32,6 +33,9 @@ pub struct GroupSpec {
     /// The user's Hetzner labels (hct adds its own).
     pub server_labels: Labels,
     pub traits: NodeTraits,
+    /// How many nodes may be out of service at once while it changes
+    /// (pools; control planes go one at a time whatever it says).
+    pub budget: Budget,
 }
 
 impl GroupSpec {

@@ -19,10 +19,18 @@
 //!   and the Kubernetes API's `/readyz` (`kube_api`).
 //! - `running_config`: the configs nodes run, read back at refresh (drift).
 //! - `upgrade`: Talos upgrades in place, one node at a time.
+//! - `control_plane`: a pool's waits on its control plane (until it can
+//!   take the pool's nodes; until it runs a release), which also catch a
+//!   `worker_join` that is not the cluster's.
+//! - `budget`: how many nodes of a group may be out at once while it
+//!   changes (`max_unavailable`); `rolling`: changing nodes within it, and
+//!   the cluster-wide limit across pools.
 //! - `wait`: retrying with progress logs, timeouts and Ctrl-C.
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
 pub mod bring_up;
+pub mod budget;
+pub mod control_plane;
 mod converge;
 pub mod error;
 pub mod group;
@@ -32,6 +40,7 @@ mod placement;
 pub mod preflight;
 pub mod record;
 mod resize;
+mod rolling;
 pub mod running_config;
 mod scale_down;
 pub mod settings;

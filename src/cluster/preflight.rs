@@ -61,12 +61,20 @@ pub fn location(text: &str, path: AttrPath) -> (String, Option<Diagnostic>) {
 impl Preflight<'_> {
     /// Every finding; errors mean nothing may be created.
     pub async fn run(&self, client: &Client) -> Diagnostics {
-        let mut found = Diagnostics::new();
-        let (network, image, server_type) = tokio::join!(
-            client.network(self.network_id),
-            self.image(client),
+        let ((mut found, image_architecture), server_type) = tokio::join!(
+            self.cluster_wide(client),
             client.server_type(self.server_type),
         );
+        self.check_server_type(server_type, image_architecture, &mut found);
+        found
+    }
+
+    /// The checks of the cluster-wide settings alone (network, image), as
+    /// `hct_cluster_secrets` makes them before any group is known; with the
+    /// image's architecture, for the server type's check.
+    pub async fn cluster_wide(&self, client: &Client) -> (Diagnostics, Option<String>) {
+        let mut found = Diagnostics::new();
+        let (network, image) = tokio::join!(client.network(self.network_id), self.image(client));
         match network {
             Ok(Some(network)) => self.check_network(&network, &mut found),
             Ok(None) => found.push(
@@ -104,6 +112,15 @@ impl Preflight<'_> {
                 None
             }
         };
+        (found, image_architecture)
+    }
+
+    fn check_server_type(
+        &self,
+        server_type: Result<Option<crate::hcloud::models::ServerType>, crate::hcloud::HcloudError>,
+        image_architecture: Option<String>,
+        found: &mut Diagnostics,
+    ) {
         match server_type {
             Ok(Some(server_type)) => {
                 match server_type.offer_in(self.location) {
@@ -173,7 +190,6 @@ impl Preflight<'_> {
             ),
             Err(e) => found.push(e.to_diagnostic("reading the server type")),
         }
-        found
     }
 
     async fn image(

@@ -1,4 +1,5 @@
-//! A new server type for a group: one server at a time, each shut down
+//! A new server type for a group: a budget of servers at a time (control
+//! planes one), each shut down
 //! (ACPI), moved to the type with its disk kept, started again and back in
 //! service before the next goes down. Refused before any server goes down
 //! when the type's disk is smaller than a server's (disks cannot shrink).
@@ -12,18 +13,25 @@ use super::record::NodeRecord;
 use crate::hcloud::models::Server;
 
 impl Group<'_> {
-    /// Moves `servers` (of this group, on another type) to the group's type.
-    pub(super) async fn resize(&self, servers: &[&Server]) -> Result<(), ClusterError> {
+    /// Moves `servers` (of this group of `total` nodes, on another type) to
+    /// the group's type, a budget of them at a time.
+    pub(super) async fn resize(
+        &self,
+        total: usize,
+        servers: &[&Server],
+    ) -> Result<(), ClusterError> {
         if servers.is_empty() {
             return Ok(());
         }
         self.check_disks_fit(servers).await?;
-        for server in servers {
-            if let Some(node) = self.recorder.node(&server.name) {
-                self.change_server_type(server, &node).await?;
-            }
-        }
-        Ok(())
+        let nodes: Vec<(&Server, NodeRecord)> = servers
+            .iter()
+            .filter_map(|server| Some((*server, self.recorder.node(&server.name)?)))
+            .collect();
+        self.rolling(total, nodes, |(server, node)| async move {
+            self.change_server_type(server, &node).await
+        })
+        .await
     }
 
     /// Disks cannot shrink: refuses the group's server type before any of

@@ -4,12 +4,15 @@
 //! - `network_plan`: `data "hct_network_plan"` (the address plan, no I/O).
 //! - `talos_image`: `resource` and `data "hct_talos_image"`.
 //! - `cluster`: `resource "hct_cluster"` (the control plane).
+//! - `cluster_secrets`: `resource "hct_cluster_secrets"` (the secrets and
+//!   settings the cluster and its pools share, made before either).
 //! - `worker_pool`: `resource "hct_worker_pool"`.
 //! - `node_group`: the lifecycle the cluster and pool resources share (the
 //!   node list in state, plan, apply, drift, import); `labels`, `timeouts`
 //!   and `values`: their shared attribute rules and helpers.
 
 pub mod cluster;
+pub mod cluster_secrets;
 pub mod labels;
 pub mod network_plan;
 pub mod node_group;
@@ -31,6 +34,7 @@ pub fn provider() -> Provider {
         ],
         vec![
             Arc::new(cluster::ClusterResource::new()),
+            Arc::new(cluster_secrets::ClusterSecretsResource),
             Arc::new(worker_pool::WorkerPoolResource::new()),
             Arc::new(talos_image::TalosImageResource),
         ],

@@ -11,6 +11,7 @@ pub mod cluster_state;
 pub mod plan;
 pub mod reference;
 pub mod sim;
+pub mod timeline;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

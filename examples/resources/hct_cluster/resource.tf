@@ -13,13 +13,19 @@ resource "hct_talos_image" "this" {
   location      = "nbg1"
 }
 
-resource "hct_cluster" "this" {
+# The parallel form: the settings live in hct_cluster_secrets, which the
+# cluster and its pools read (see hct_cluster_secrets).
+resource "hct_cluster_secrets" "this" {
   name          = "noreturn"
   network_id    = hcloud_network.this.id # with a cloud subnet 10.0.128.0/24 and a route 0.0.0.0/0 → NAT
   network_plan  = data.hct_network_plan.this.json
   talos_version = "v1.12.6"
   image_id      = hct_talos_image.this.id
   schematic_id  = hct_talos_image.this.schematic_id
+}
+
+resource "hct_cluster" "this" {
+  worker_join   = hct_cluster_secrets.this.worker_join
   control_plane = { server_type = "cx23", location = "nbg1" }
 
   config_patches = [yamlencode({
@@ -30,6 +36,18 @@ resource "hct_cluster" "this" {
     create = "30m"
   }
 }
+
+# The serial form (pools take hct_cluster.<name>.worker_join and start once
+# the control plane is up) sets the settings here instead:
+#
+# resource "hct_cluster" "this" {
+#   name          = "noreturn"
+#   network_id    = hcloud_network.this.id
+#   network_plan  = data.hct_network_plan.this.json
+#   talos_version = "v1.12.6"
+#   image_id      = hct_talos_image.this.id
+#   control_plane = { server_type = "cx23", location = "nbg1" }
+# }
 
 output "kubeconfig" {
   value     = hct_cluster.this.kubeconfig

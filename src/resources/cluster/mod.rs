@@ -5,9 +5,15 @@
 //! - `model`: checks without API calls, and decoding the configuration into
 //!   the settings and group spec the cluster runbook works from.
 //! - `resource`: plan, apply, read (drift), import, destroy.
+//! - `settings_schema` and `settings_plan`: the cluster-wide settings
+//!   (what `worker_join` carries) as attributes, their defaults and the
+//!   changes they cannot take, shared with `hct_cluster_secrets`; copied
+//!   from `worker_join` in the parallel form.
 
-mod model;
+pub(crate) mod model;
 mod resource;
 mod schema;
+pub(crate) mod settings_plan;
+pub(crate) mod settings_schema;
 
 pub use resource::{ClusterResource, TYPE_NAME};

@@ -2,6 +2,7 @@
 //! time, with unknowns allowed), and its decoding into the settings and the
 //! control plane's group spec the cluster runbook works from.
 
+use super::settings_schema::{REQUIRED_SETTINGS, SETTINGS};
 use crate::cluster::GroupSpec;
 use crate::cluster::preflight::{self, Paths};
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
@@ -60,6 +61,71 @@ pub fn default_kubernetes_version(talos_version: &str) -> Option<String> {
 
 /// Checks what can be checked without Hetzner; unknown values pass.
 pub fn validate(config: &Value) -> Diagnostics {
+    let mut found = check_form(config);
+    found.extend(validate_settings(config));
+    if let Some(location) = config.get("control_plane").get("location").as_str() {
+        let (_, warning) = preflight::location(location, control_plane_attr("location"));
+        found.extend(warning);
+    }
+    found.extend(validate_server_labels(
+        config.get("control_plane").get("server_labels"),
+        control_plane_attr("server_labels"),
+    ));
+    found.extend(timeouts::validate(config));
+    found
+}
+
+/// Whether the configuration is in the parallel form: the settings come
+/// from `worker_join` (set, maybe still unknown).
+pub fn parallel_form(config: &Value) -> bool {
+    !config.get("worker_join").is_null()
+}
+
+/// The settings come from one place: `worker_join` (the parallel form) or
+/// this resource's own attributes (the serial form), not both.
+fn check_form(config: &Value) -> Diagnostics {
+    let mut found = Diagnostics::new();
+    if parallel_form(config) {
+        for name in SETTINGS {
+            if !config.get(name).is_null() {
+                found.push(
+                    Diagnostic::error(
+                        "Cluster settings given twice",
+                        format!(
+                            "{name} is set here and in worker_join: with worker_join = \
+                             hct_cluster_secrets.<name>.worker_join the cluster takes every \
+                             cluster-wide setting from hct_cluster_secrets (the pools read the \
+                             same bundle). Move {name} to hct_cluster_secrets, or remove \
+                             worker_join and set the settings here."
+                        ),
+                    )
+                    .at(attr(name)),
+                );
+            }
+        }
+    } else {
+        for name in REQUIRED_SETTINGS {
+            if config.get(name).is_null() {
+                found.push(
+                    Diagnostic::error(
+                        "Missing cluster setting",
+                        format!(
+                            "Set {name}, or set worker_join = \
+                             hct_cluster_secrets.<name>.worker_join to take every cluster-wide \
+                             setting from there."
+                        ),
+                    )
+                    .at(attr(name)),
+                );
+            }
+        }
+    }
+    found
+}
+
+/// Checks of the cluster-wide settings (see `settings_schema`), wherever
+/// they are set; unknown values pass.
+pub fn validate_settings(config: &Value) -> Diagnostics {
     let mut found = Diagnostics::new();
     if let Some(name) = config.get("name").as_str()
         && !(crate::talos::config::is_cluster_name(name) && name.len() <= MAX_NAME)
@@ -141,14 +207,6 @@ pub fn validate(config: &Value) -> Diagnostics {
             .at(attr("config_delivery")),
         );
     }
-    if let Some(location) = config.get("control_plane").get("location").as_str() {
-        let (_, warning) = preflight::location(location, control_plane_attr("location"));
-        found.extend(warning);
-    }
-    found.extend(validate_server_labels(
-        config.get("control_plane").get("server_labels"),
-        control_plane_attr("server_labels"),
-    ));
     if let Some(text) = config.get("machine_secrets").as_str()
         && let Err(e) = Secrets::from_yaml(text)
     {
@@ -160,7 +218,6 @@ pub fn validate(config: &Value) -> Diagnostics {
             .at(attr("machine_secrets")),
         );
     }
-    found.extend(timeouts::validate(config));
     found
 }
 
@@ -290,7 +347,7 @@ pub fn control_plane_group(value: &Value) -> GroupSpec {
 
 /// `config_delivery = "user_data"` (set, or kept from the state of a cluster
 /// made when it was hct's default): what it exposes, to whom, the ways out.
-pub(super) fn user_data_warning() -> Diagnostic {
+pub fn user_data_warning() -> Diagnostic {
     Diagnostic::warning(
         "Machine configs in Hetzner user data: readable by every pod",
         format!(

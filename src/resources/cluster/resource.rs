@@ -11,6 +11,7 @@ use tracing::info;
 
 use super::model::{self, attr, control_plane_attr};
 use super::schema;
+use super::settings_plan;
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery};
 use crate::cluster::wait::Deadline;
 use crate::cluster::{NodeRecord, naming, slots, teardown};
@@ -25,7 +26,7 @@ use crate::resources::values::{failed, map_value, object_mut, set, string_map};
 use crate::talos::Secrets;
 use crate::talos::client_config;
 use crate::talos::release::TalosVersion;
-use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
+use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
 
 pub const TYPE_NAME: &str = "hct_cluster";
 
@@ -69,11 +70,29 @@ impl GroupKind for Cluster {
 
     const SCHEMA: fn() -> Schema = schema::schema;
     const VALIDATE: fn(&Value) -> Diagnostics = model::validate;
-    const IMMUTABLE_CHANGES: fn(&Value, &Value, &mut Plan) = immutable_changes;
-
-    async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan) {
-        fill_defaults(&mut plan.planned, prior);
-        if plan.planned.get("config_delivery").as_str() == Some(ConfigDelivery::UserData.as_str()) {
+    async fn plan(ctx: &Context, prior: &Value, config: &Value, plan: &mut Plan) {
+        let parallel = model::parallel_form(config);
+        if parallel {
+            if let Err(d) = settings_plan::copy_from_join(&mut plan.planned) {
+                plan.diagnostics.push(d);
+                return;
+            }
+        } else {
+            // Optional in the serial form: unset means none.
+            let keys = config.get("ssh_key_ids").clone();
+            set(&mut plan.planned, "ssh_key_ids", keys);
+        }
+        if !prior.is_null() {
+            let proposed = plan.planned.clone();
+            let source = parallel.then(|| attr("worker_join"));
+            immutable_changes(prior, &proposed, source.as_ref(), plan);
+        }
+        settings_plan::fill_defaults(&mut plan.planned, prior);
+        // hct_cluster_secrets warns in the parallel form.
+        if !parallel
+            && plan.planned.get("config_delivery").as_str()
+                == Some(ConfigDelivery::UserData.as_str())
+        {
             plan.diagnostics.push(model::user_data_warning());
         }
         let planned = &mut plan.planned;
@@ -84,14 +103,11 @@ impl GroupKind for Cluster {
             .as_str()
             .and_then(|t| model::parse_plan(t).ok())
         else {
-            for name in [
-                "endpoint",
-                NODES,
-                "talosconfig",
-                "kubeconfig",
-                "worker_join",
-            ] {
+            for name in ["endpoint", NODES, "talosconfig", "kubeconfig"] {
                 set(planned, name, Value::Unknown);
+            }
+            if !parallel {
+                set(planned, "worker_join", Value::Unknown);
             }
             return;
         };
@@ -137,10 +153,13 @@ impl GroupKind for Cluster {
         );
         set(planned, NODES, nodes);
         plan_client_configs(prior, planned);
-        let join = settings
-            .as_ref()
-            .map_or(Value::Unknown, |s| Value::from(s.worker_join().encode()));
-        set(planned, "worker_join", join);
+        // The parallel form's bundle is the configuration's.
+        if !parallel {
+            let join = settings
+                .as_ref()
+                .map_or(Value::Unknown, |s| Value::from(s.worker_join().encode()));
+            set(planned, "worker_join", join);
+        }
 
         // New servers, or a new server type for the old ones: check what
         // Hetzner offers before anything is touched.
@@ -172,12 +191,13 @@ impl GroupKind for Cluster {
             })?,
             None => {
                 info!("generating the cluster's machine secrets");
-                Secrets::generate().map_err(|e| {
+                let secrets = Secrets::generate().map_err(|e| {
                     Diagnostic::error("Could not generate machine secrets", e.to_string())
-                })?
+                })?;
+                set(state, "machine_secrets", Value::from(secrets.to_yaml()));
+                secrets
             }
         };
-        set(state, "machine_secrets", Value::from(secrets.to_yaml()));
         let settings = model::settings(state, secrets)?;
         let slots = slots::of(
             &settings.cluster_name,
@@ -317,76 +337,15 @@ fn plan_client_configs(prior: &Value, planned: &mut Value) {
     }
 }
 
-/// Defaults of optional-computed attributes.
-fn fill_defaults(planned: &mut Value, prior: &Value) {
-    let default = |name: &str, value: Option<String>, planned: &mut Value| {
-        if planned.get(name).is_null() {
-            set(planned, name, value.map_or(Value::Unknown, Value::from));
-        }
-    };
-    let talos = planned.get("talos_version").as_str().map(str::to_string);
-    default(
-        "kubernetes_version",
-        talos.as_deref().and_then(model::default_kubernetes_version),
-        planned,
-    );
-    default("schematic_id", Some(model::default_schematic()), planned);
-    default(
-        "install_disk",
-        Some(crate::talos::config::DEFAULT_INSTALL_DISK.into()),
-        planned,
-    );
-    default(
-        "config_delivery",
-        Some(ConfigDelivery::DEFAULT.as_str().into()),
-        planned,
-    );
-    default(
-        "machine_secrets",
-        prior.get("machine_secrets").as_str().map(str::to_string),
-        planned,
-    );
-}
-
-/// Changes hct cannot make in place: replacements, or errors that say what to do.
-fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
-    let changed = |a: &Value, b: &Value| !b.is_unknown() && a != b;
-    for name in ["name", "network_id"] {
-        if changed(prior.get(name), proposed.get(name)) {
-            plan.requires_replace.push(attr(name));
-        }
-    }
-    // A newer talos_version is an upgrade, node by node; an older one is not.
-    let releases = (
-        prior
-            .get("talos_version")
-            .as_str()
-            .map(str::parse::<TalosVersion>),
-        proposed
-            .get("talos_version")
-            .as_str()
-            .map(str::parse::<TalosVersion>),
-    );
-    if let (Some(Ok(running)), Some(Ok(wanted))) = releases
-        && running > wanted
-    {
-        plan.diagnostics.push(
-            Diagnostic::error(
-                "talos_version cannot go back",
-                format!(
-                    "The nodes run Talos {running}. hct upgrades nodes in place but does not \
-                     downgrade them (Talos does not support it for etcd's data). Set talos_version \
-                     to {running} or newer, or replace the cluster with `terraform apply -replace`."
-                ),
-            )
-            .at(attr("talos_version")),
-        );
-    }
+/// Changes hct cannot make in place: replacements, or errors that say what
+/// to do. `source`: where the settings come from in the parallel form.
+fn immutable_changes(prior: &Value, proposed: &Value, source: Option<&AttrPath>, plan: &mut Plan) {
+    settings_plan::settings_changes(prior, proposed, source, plan);
     // A new server type is a resize of each server (`cluster::resize`); a new
     // location would be new servers.
     let before = prior.get("control_plane").get("location");
     let after = proposed.get("control_plane").get("location");
-    if !before.is_null() && changed(before, after) {
+    if !before.is_null() && !after.is_unknown() && before != after {
         plan.diagnostics.push(
             Diagnostic::error(
                 "control_plane.location cannot change in place",
@@ -401,37 +360,18 @@ fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
             .at(control_plane_attr("location")),
         );
     }
-    let before = prior.get("machine_secrets");
-    let after = proposed.get("machine_secrets");
-    if before.is_null() && after.is_null() {
-        plan.diagnostics.push(
-            Diagnostic::error(
-                "machine_secrets needed",
-                "This cluster was imported: hct cannot read its secrets from the nodes. Set \
-                 machine_secrets to the cluster's talosctl secrets.yaml (e.g. \
-                 file(\"secrets.yaml\")).",
-            )
-            .at(attr("machine_secrets")),
-        );
-    } else if !before.is_null() && !after.is_null() && changed(before, after) {
-        plan.diagnostics.push(
-            Diagnostic::error(
-                "machine_secrets cannot change",
-                "The nodes trust the cluster's CAs and tokens; new secrets would lock hct (and \
-                 you) out. Remove machine_secrets from the configuration, or set it back.",
-            )
-            .at(attr("machine_secrets")),
-        );
-    }
 }
 
 /// Fills the computed attributes after apply (also after a failure).
 fn finish_state(state: &mut Value, settings: &ClusterSettings) -> Result<(), Diagnostic> {
-    set(
-        state,
-        "worker_join",
-        Value::from(settings.worker_join().encode()),
-    );
+    // The parallel form's bundle is the configuration's, kept as it is.
+    if !matches!(state.get("worker_join"), Value::String(_)) {
+        set(
+            state,
+            "worker_join",
+            Value::from(settings.worker_join().encode()),
+        );
+    }
     set(
         state,
         "endpoint",

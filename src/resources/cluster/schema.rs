@@ -1,57 +1,44 @@
 //! The schema of `hct_cluster`, written as its documentation.
 
+use super::settings_schema::settings_attributes;
 use crate::resources::node_group::{NODE_LIST_DESCRIPTION, node_list_type};
 use crate::resources::timeouts;
 use crate::tf::{Attribute, Mode, Nesting, Schema, Type};
 
 pub fn schema() -> Schema {
-    Schema::new(
+    let schema = Schema::new(
         0,
         "A private-only Talos Linux control plane on Hetzner Cloud, bootstrapped: spread \
          placement groups, servers without public IPs at the network plan's fixed IPs, machine \
          configs made for the private network (default route via the gateway, node IPs only from \
          the node ranges, etcd on the control-plane range), etcd bootstrapped once, the Kubernetes API \
          servers ready (`/readyz`), and the talosconfig and kubeconfig. Worker pools join with `hct_worker_pool` and `worker_join`.\n\n\
+         The cluster-wide settings come either from `worker_join = hct_cluster_secrets.<name>.worker_join` \
+         (the parallel form: the pools read the same bundle and boot their servers while the control \
+         plane comes up), or from the attributes `name` to `machine_secrets` set here (the serial \
+         form: pools take this resource's computed `worker_join` and start after it). In the parallel \
+         form those attributes are read-only copies of the bundle's values.\n\n\
          Every server is in state as soon as it exists; a failed or interrupted apply leaves \
          partial state (a failed create taints the resource: `terraform untaint` to continue \
          instead of replacing). Changes to patches, labels, the Kubernetes version or the plan \
          are re-applied one node at a time, without reboot where Talos allows.",
     )
-    .attribute(Attribute::required("name", Type::String).description(
-        "The cluster's name: a DNS label (lower-case letters, digits, `-`) of at most 40 \
-         characters. Servers are named `<name>-cp-<n>`. Changing it replaces the cluster.",
-    ))
-    .attribute(Attribute::required("network_id", Type::Number).description(
-        "The existing Hetzner network (e.g. `hcloud_network.this.id`). It must have the plan's \
-         `network_cidr`, a cloud subnet equal to `node_subnet` and a route `0.0.0.0/0` to a NAT \
-         gateway. Changing it replaces the cluster.",
-    ))
-    .attribute(Attribute::required("network_plan", Type::String).description(
-        "`data.hct_network_plan.<name>.json`: the addresses of every node and range.",
-    ))
-    .attribute(Attribute::required("talos_version", Type::String).description(
-        "The Talos release the nodes run, e.g. `v1.12.6`; its minor picks the machine-config \
-         contract (v1.11, v1.12 or v1.13). A newer release upgrades the nodes in place (the Image \
-         Factory's Hetzner installer, one node at a time per group, the control plane first, \
-         each back and healthy before the next), then applies the configs made for it; set \
-         `image_id` to a snapshot of the new release for servers created later. An older \
-         release is refused at plan time.",
-    ))
-    .attribute(Attribute::optional_computed("kubernetes_version", Type::String).description(
-        "e.g. `v1.35.2`. Default: Talos' default for `talos_version` when the cluster is created; \
-         it stays when `talos_version` changes later (a Talos upgrade does not upgrade \
-         Kubernetes; it must be one the new release runs: v1.31 to v1.36 on Talos v1.13). A change \
-         is re-applied to the nodes' configs.",
-    ))
-    .attribute(Attribute::required("image_id", Type::String).description(
-        "The Talos snapshot (e.g. `hct_talos_image.this.id`), of the control plane's \
-         architecture and of `talos_version`. New servers are created from it.",
-    ))
-    .attribute(Attribute::optional_computed("schematic_id", Type::String).description(
-        "The Image Factory schematic of the image (for the installer image in the config). \
-         Default: the schematic without customisations.",
-    ))
     .attribute(
+        Attribute::optional_computed("worker_join", Type::String)
+            .sensitive()
+            .description(
+                "The parallel form: `hct_cluster_secrets.<name>.worker_join`, the one source of the \
+                 cluster-wide settings for the cluster and its pools (then none of `name` to \
+                 `machine_secrets` may be set here). In the serial form (those attributes set \
+                 here) it is computed: everything `hct_worker_pool` needs to join the cluster \
+                 (holds the machine secrets).",
+            ),
+    );
+    let schema = settings_attributes(false)
+        .into_iter()
+        .fold(schema, Schema::attribute);
+    schema
+        .attribute(
         Attribute::nested(
             "control_plane",
             Mode::Required,
@@ -75,9 +62,6 @@ pub fn schema() -> Schema {
         )
         .description("The control-plane servers. Their number and IPs come from the plan."),
     )
-    .attribute(Attribute::optional_computed("install_disk", Type::String).description(
-        "Where Talos is installed. Default `/dev/sda`, the first disk of a Hetzner cloud server.",
-    ))
     .attribute(Attribute::optional("config_patches", Type::list(Type::String)).description(
         "Talos config patches (YAML strategic merge, or JSON6902 lists) applied last, in order, \
          to the control-plane configs. The patched configs are checked at plan time: keys the \
@@ -85,26 +69,6 @@ pub fn schema() -> Schema {
          subnets, the pod and service ranges, the endpoint, the default route, the hostname, the \
          installer image) are refused.",
     ))
-    .attribute(Attribute::optional_computed("config_delivery", Type::String).description(
-        "`apply` (default: each config is applied over the Talos API while the new node waits \
-         in maintenance mode; user data stays empty) or `user_data` (the config is in the \
-         server's user data, read at first boot: Hetzner's metadata service then serves every \
-         secret in it to any process on the server, pods included, so the plan warns). Applies \
-         to servers created from then on. See docs/guides/security.md.",
-    ))
-    .attribute(Attribute::optional("ssh_key_ids", Type::list(Type::Number)).description(
-        "Hetzner SSH keys to register on new servers. Talos has no SSH; without a key Hetzner \
-         e-mails a root password for each server.",
-    ))
-    .attribute(
-        Attribute::optional_computed("machine_secrets", Type::String)
-            .sensitive()
-            .description(
-                "The cluster's secrets as talosctl's `secrets.yaml`. Default: generated on create. \
-                 Set it to adopt an existing cluster's secrets (required for import). Cannot change \
-                 once the cluster exists.",
-            ),
-    )
     .attribute(Attribute::computed("id", Type::String).description("The cluster's name."))
     .attribute(Attribute::computed("endpoint", Type::String).description(
         "The Kubernetes API: `https://<first control-plane IP>:6443` (private).",
@@ -118,9 +82,6 @@ pub fn schema() -> Schema {
     .attribute(Attribute::computed("kubeconfig", Type::String).sensitive().description(
         "Admin kubeconfig (`system:masters`, valid a year; a plan in its last 30 days issues it \
          again) for the private endpoint.",
-    ))
-    .attribute(Attribute::computed("worker_join", Type::String).sensitive().description(
-        "Everything `hct_worker_pool` needs to join the cluster (holds the machine secrets).",
     ))
     .block(timeouts::block())
 }

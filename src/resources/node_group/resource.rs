@@ -51,12 +51,10 @@ pub trait GroupKind: Send + Sync + 'static {
     const SCHEMA: fn() -> Schema;
     /// Checks without API calls; unknown values pass.
     const VALIDATE: fn(&Value) -> Diagnostics;
-    /// Changes it cannot make in place (prior, proposed): replacements, or
-    /// errors that say what to do instead.
-    const IMMUTABLE_CHANGES: fn(&Value, &Value, &mut Plan);
-    /// The rest of the plan: defaults, computed values, the node list,
-    /// preflight.
-    async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan);
+    /// The plan from Terraform's proposal in `plan.planned`: changes it
+    /// cannot make in place (replacements, or errors that say what to do
+    /// instead), defaults, computed values, the node list, preflight.
+    async fn plan(ctx: &Context, prior: &Value, config: &Value, plan: &mut Plan);
     /// The settings and nodes to converge, from the state to be (which it
     /// may complete, e.g. with generated secrets).
     fn prepare(state: &mut Value) -> Result<Prepared, Diagnostic>;
@@ -107,10 +105,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             planned: request.proposed.clone(),
             ..Plan::default()
         };
-        if !request.prior.is_null() {
-            (K::IMMUTABLE_CHANGES)(&request.prior, &request.proposed, &mut plan);
-        }
-        K::plan(ctx, &request.prior, &mut plan).await;
+        K::plan(ctx, &request.prior, &request.config, &mut plan).await;
         plan
     }
 

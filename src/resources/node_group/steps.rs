@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::cluster::budget::Budget;
 use crate::cluster::preflight::{self, Paths, Preflight};
 use crate::cluster::settings::{ClusterSettings, NodeTraits, config_sha256};
 use crate::cluster::wait::Deadline;
@@ -43,6 +44,7 @@ pub fn group_spec(
         location,
         server_labels: string_map(servers.get("server_labels")),
         traits,
+        budget: Budget::ONE,
     }
 }
 

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::cluster::GroupSpec;
+use crate::cluster::budget::Budget;
 use crate::cluster::preflight::{self, Paths};
 use crate::cluster::settings::{ClusterSettings, NodeTraits, WorkerJoin};
 use crate::network_plan::CONTROL_PLANE_GROUP;
@@ -102,8 +103,20 @@ pub fn validate(config: &Value) -> Diagnostics {
             );
         }
     }
+    if let Some(text) = max_unavailable(config)
+        && let Err(e) = Budget::parse(text)
+    {
+        found.push(
+            Diagnostic::error("Invalid max_unavailable", format!("max_unavailable = {e}."))
+                .at(attr("update_strategy").attr_of("max_unavailable")),
+        );
+    }
     found.extend(timeouts::validate(config));
     found
+}
+
+fn max_unavailable(value: &Value) -> Option<&str> {
+    value.get("update_strategy").get("max_unavailable").as_str()
 }
 
 /// The pool as a group of servers.
@@ -123,7 +136,7 @@ pub fn group_spec(value: &Value) -> GroupSpec {
             Some((key, talos))
         })
         .collect();
-    node_group::group_spec(
+    let mut spec = node_group::group_spec(
         value.get("name").as_str().unwrap_or_default(),
         Role::Worker,
         value,
@@ -133,7 +146,12 @@ pub fn group_spec(value: &Value) -> GroupSpec {
             node_taints,
             config_patches: string_list(value.get("config_patches")),
         },
-    )
+    );
+    // validate refused what does not parse.
+    spec.budget = max_unavailable(value)
+        .and_then(|text| Budget::parse(text).ok())
+        .unwrap_or(Budget::ONE);
+    spec
 }
 
 /// The error for a pool the cluster's network plan does not have.

@@ -10,7 +10,7 @@ use tracing::info;
 use super::model::{self, CONFIG_INPUTS, attr};
 use super::schema;
 use crate::cluster::{naming, slots};
-use crate::network_plan::placement_groups_for;
+use crate::network_plan::{CONTROL_PLANE_GROUP, placement_groups_for};
 use crate::provider::{Applied, Context, Plan};
 use crate::resources::node_group::{
     self, GroupKind, NodeGroupResource, Outcome, Prepared, Refreshed, StateGroup, nodes_from,
@@ -36,9 +36,11 @@ impl GroupKind for WorkerPool {
 
     const SCHEMA: fn() -> Schema = schema::schema;
     const VALIDATE: fn(&Value) -> Diagnostics = model::validate;
-    const IMMUTABLE_CHANGES: fn(&Value, &Value, &mut Plan) = immutable_changes;
-
-    async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan) {
+    async fn plan(ctx: &Context, prior: &Value, _config: &Value, plan: &mut Plan) {
+        if !prior.is_null() {
+            let proposed = plan.planned.clone();
+            immutable_changes(prior, &proposed, plan);
+        }
         let planned = &mut plan.planned;
         let Ok(settings) = model::settings(planned) else {
             for name in ["id", "nodes", "placement_group_ids"] {
@@ -89,6 +91,10 @@ impl GroupKind for WorkerPool {
             plan.diagnostics.extend(
                 node_group::preflight(&client, &target, &spec, new_servers, &model::paths()).await,
             );
+            if new_servers > 0 {
+                plan.diagnostics
+                    .extend(same_secrets_as_control_plane(&client, &settings).await);
+            }
         }
     }
 
@@ -211,6 +217,38 @@ fn immutable_changes(prior: &Value, proposed: &Value, plan: &mut Plan) {
             .at(attr("location")),
         );
     }
+}
+
+/// New nodes of a pool whose `worker_join` holds other secrets than the
+/// control plane's servers were made with (their labels name the secrets)
+/// could never join: an error at plan time. No control plane yet is fine
+/// (the parallel form creates both together).
+async fn same_secrets_as_control_plane(
+    client: &crate::hcloud::Client,
+    settings: &crate::cluster::ClusterSettings,
+) -> Option<Diagnostic> {
+    let selector = naming::group_selector(&settings.cluster_name, CONTROL_PLANE_GROUP);
+    let servers = client.servers(&selector).await.ok()?;
+    let fingerprint = settings.secrets_fingerprint();
+    let other = servers.iter().find(|s| {
+        s.labels
+            .get(naming::SECRETS)
+            .is_some_and(|f| *f != fingerprint)
+    })?;
+    Some(
+        Diagnostic::error(
+            "worker_join is not this cluster's",
+            format!(
+                "The control plane of cluster {} ({} and its peers) was made with other machine \
+                 secrets than this pool's worker_join holds, so the pool's nodes could never \
+                 join. Set worker_join to the bundle the cluster takes: \
+                 hct_cluster_secrets.<name>.worker_join (the parallel form) or \
+                 hct_cluster.<name>.worker_join (the serial form).",
+                settings.cluster_name, other.name
+            ),
+        )
+        .at(attr("worker_join")),
+    )
 }
 
 fn invalid_join(why: String) -> Diagnostic {

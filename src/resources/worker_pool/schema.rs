@@ -2,7 +2,7 @@
 
 use crate::resources::node_group::{NODE_LIST_DESCRIPTION, node_list_type};
 use crate::resources::timeouts;
-use crate::tf::{Attribute, Mode, Nesting, Schema, Type};
+use crate::tf::{Attribute, Block, Mode, NestedBlock, Nesting, Schema, Type};
 
 pub fn schema() -> Schema {
     Schema::new(
@@ -17,14 +17,21 @@ pub fn schema() -> Schema {
     .attribute(
         Attribute::required("worker_join", Type::String)
             .sensitive()
-            .description("`hct_cluster.<name>.worker_join`."),
+            .description(
+                "The cluster's settings and secrets: `hct_cluster_secrets.<name>.worker_join` \
+                 (the parallel form: the pool creates and boots its servers while the control \
+                 plane comes up, and its nodes join once it can take them) or \
+                 `hct_cluster.<name>.worker_join` (the serial form: the pool starts once the \
+                 control plane is up). Use the same bundle as the cluster: a pool whose \
+                 secrets the control plane does not know fails, naming this attribute.",
+            ),
     )
     .attribute(Attribute::required("name", Type::String).description(
         "The pool: a key of the plan's `worker_pools`. Changing it replaces the pool.",
     ))
     .attribute(
         Attribute::required("server_type", Type::String).description(
-            "e.g. `cx33`. A change resizes each server in place, one at a time (ACPI \
+            "e.g. `cx33`. A change resizes each server in place, `update_strategy` at a time (ACPI \
                  shutdown, Hetzner's `change_type` keeping the disk size, power on, back in \
                  service); the new type must have the same architecture.",
         ),
@@ -70,5 +77,28 @@ pub fn schema() -> Schema {
         Attribute::computed("placement_group_ids", Type::list(Type::Number))
             .description("The pool's spread placement groups (10 servers each at most)."),
     )
+    .block(update_strategy_block())
     .block(timeouts::block())
+}
+
+/// `update_strategy { max_unavailable = ... }`.
+fn update_strategy_block() -> NestedBlock {
+    NestedBlock::new(
+        "update_strategy",
+        Nesting::Single,
+        Block {
+            description: "How the pool's nodes change: Talos upgrades, config re-applies (which \
+                          may reboot) and resizes."
+                .into(),
+            attributes: vec![Attribute::optional("max_unavailable", Type::String).description(
+                "How many of the pool's nodes may be out of service at once: a count (`2`) or a \
+                 percentage of its nodes (`\"20%\"`, rounded down, at least 1). Default 1. Each \
+                 node is back in service before its place goes to the next. Across the pools \
+                 of a cluster applied together, a node of this pool goes down only while fewer \
+                 than this many nodes of all the cluster's pools are out, so together they never \
+                 exceed the largest budget among them. Control planes always go one at a time.",
+            )],
+            blocks: vec![],
+        },
+    )
 }
