@@ -189,15 +189,17 @@ resource "hct_cluster_secrets" "this" {
   talos_version = var.talos_version
   image_id      = hct_talos_image.this.id
   schematic_id  = hct_talos_image.this.schematic_id
+
+  # Nodes pull their images at boot, and hct checks the network's route
+  # 0.0.0.0/0 when it plans these settings: the route (and so the NAT box)
+  # and the subnet must be there first. The cluster and the pools read
+  # worker_join, so they wait for them too.
+  depends_on = [hcloud_network_subnet.nodes, hcloud_network_route.egress]
 }
 
 resource "hct_cluster" "this" {
   worker_join   = hct_cluster_secrets.this.worker_join
   control_plane = { server_type = var.control_plane_server_type, location = var.location }
-
-  # Nodes pull their images at boot: the route (and so the NAT box) and the
-  # subnet must be there before the first one is created.
-  depends_on = [hcloud_network_subnet.nodes, hcloud_network_route.egress]
 }
 
 resource "hct_worker_pool" "this" {
@@ -207,6 +209,4 @@ resource "hct_worker_pool" "this" {
   server_type = each.value.sku
   location    = var.location
   node_labels = each.value.labels
-
-  depends_on = [hcloud_network_subnet.nodes, hcloud_network_route.egress]
 }
