@@ -48,7 +48,16 @@ impl Resource {
 }
 
 /// (group, version, plural, kind, namespaced, short names)
-const BUILT_IN: &[(&str, &str, &str, &str, bool, &[&str])] = &[
+type BuiltIn = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    &'static [&'static str],
+);
+
+const BUILT_IN: &[BuiltIn] = &[
     ("", "v1", "namespaces", "Namespace", false, &["ns"]),
     ("", "v1", "nodes", "Node", false, &["no"]),
     ("", "v1", "pods", "Pod", true, &["po"]),

@@ -5,8 +5,6 @@
 //! the control plane that serves, created where absent as Talos' bootstrap
 //! manifests controller does.
 
-use std::net::IpAddr;
-
 use super::version::KubernetesVersion;
 use crate::catalog::Architecture;
 use crate::clock::Timestamp;
@@ -90,7 +88,7 @@ pub fn facts(world: &World, cluster: &ClusterIdentity) -> Vec<NodeFacts> {
         };
         out.push(NodeFacts {
             name: cluster::hostname(server, Some(config)),
-            ip: IpAddr::from(ip),
+            ip,
             control_plane: config.is_control_plane(),
             kubelet_running,
             kubelet_version: KubernetesVersion::of(
