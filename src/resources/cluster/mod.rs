@@ -6,6 +6,7 @@
 //!   the settings and group spec the cluster runbook works from.
 //! - `resource`: plan, apply, read (drift), import, destroy.
 
+mod kubernetes;
 mod model;
 mod resource;
 mod schema;

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use tracing::info;
 
+use super::kubernetes;
 use super::model::{self, attr, control_plane_attr};
 use super::schema;
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery};
@@ -42,6 +43,7 @@ const CONFIG_INPUTS: &[&str] = &[
     "config_delivery",
     "ssh_key_ids",
     "config_patches",
+    "bootstrap_manifests",
     "control_plane",
 ];
 
@@ -72,12 +74,18 @@ impl GroupKind for Cluster {
     const IMMUTABLE_CHANGES: fn(&Value, &Value, &mut Plan) = immutable_changes;
 
     async fn plan(ctx: &Context, prior: &Value, plan: &mut Plan) {
-        fill_defaults(&mut plan.planned, prior);
+        model::fill_defaults(&mut plan.planned, prior);
         if plan.planned.get("config_delivery").as_str() == Some(ConfigDelivery::UserData.as_str()) {
-            plan.diagnostics.push(model::user_data_warning());
+            plan.diagnostics
+                .push(model::user_data_warning(&plan.planned));
         }
         let planned = &mut plan.planned;
         set(planned, "id", planned.get("name").clone());
+        set(
+            planned,
+            "bootstrap_manifest_objects",
+            model::manifest_objects(planned),
+        );
 
         let Some(network_plan) = planned
             .get("network_plan")
@@ -192,10 +200,17 @@ impl GroupKind for Cluster {
         })
     }
 
-    async fn finish(state: &mut Value, prepared: &Prepared, outcome: &mut Outcome) {
+    async fn finish(
+        ctx: &Context,
+        prior: &Value,
+        state: &mut Value,
+        prepared: &Prepared,
+        outcome: &mut Outcome,
+    ) {
         if let Err(d) = finish_state(state, &prepared.settings) {
             outcome.diagnostics.push(d);
         }
+        kubernetes::finish(ctx, prior, state, &prepared.settings, outcome).await;
     }
 
     async fn destroy(ctx: &Context, prior: Value) -> Applied {
@@ -315,37 +330,6 @@ fn plan_client_configs(prior: &Value, planned: &mut Value) {
         };
         set(planned, name, value);
     }
-}
-
-/// Defaults of optional-computed attributes.
-fn fill_defaults(planned: &mut Value, prior: &Value) {
-    let default = |name: &str, value: Option<String>, planned: &mut Value| {
-        if planned.get(name).is_null() {
-            set(planned, name, value.map_or(Value::Unknown, Value::from));
-        }
-    };
-    let talos = planned.get("talos_version").as_str().map(str::to_string);
-    default(
-        "kubernetes_version",
-        talos.as_deref().and_then(model::default_kubernetes_version),
-        planned,
-    );
-    default("schematic_id", Some(model::default_schematic()), planned);
-    default(
-        "install_disk",
-        Some(crate::talos::config::DEFAULT_INSTALL_DISK.into()),
-        planned,
-    );
-    default(
-        "config_delivery",
-        Some(ConfigDelivery::DEFAULT.as_str().into()),
-        planned,
-    );
-    default(
-        "machine_secrets",
-        prior.get("machine_secrets").as_str().map(str::to_string),
-        planned,
-    );
 }
 
 /// Changes hct cannot make in place: replacements, or errors that say what to do.
