@@ -219,11 +219,16 @@ pub fn bootstrap_manifests(value: &Value) -> Vec<(String, String)> {
 }
 
 /// `bootstrap_manifest_objects`: each manifest's objects; Unknown while
-/// a manifest is.
+/// a manifest is, null without manifests.
 pub fn manifest_objects(value: &Value) -> Value {
     let list = value.get("bootstrap_manifests");
     if !list.is_wholly_known() {
         return Value::Unknown;
+    }
+    if list.is_null() {
+        // No manifests, no record: states made before the attribute plan no
+        // change.
+        return Value::Null;
     }
     Value::Map(
         bootstrap_manifests(value)
