@@ -4,98 +4,21 @@
 //! then `kubectl get --raw /readyz` and `kubectl version -o json` against
 //! the cluster endpoint and each control plane's IP.
 //!
+//! A second test drives the emulated Kubernetes objects the way an
+//! operator would: `kubectl get nodes -o json` (nine nodes named as their
+//! servers, NotReady without a CNI), `kubectl apply --server-side -f` of a
+//! CNI DaemonSet (the nodes turn Ready), `kubectl get csr`, `kubectl
+//! certificate approve`, `kubectl delete`.
+//!
 //! kubectl is `$HCT_KUBECTL`, else the one `scripts/ensure-peers` builds;
 //! the test fails when there is none.
 
 mod peers;
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
+use peers::kubectl::{kubectl, run, succeeded, through_proxy};
 use serde_json::Value;
 use support::reference::{state_attribute, workspace};
-
-/// A proxy nothing listens on, for `HTTPS_PROXY`: a kubectl that ignored
-/// `proxy-url` fails there instead of reaching for the private network.
-const DEAD_PROXY: &str = "socks5://127.0.0.1:9";
-
-/// `$HCT_KUBECTL`, or the kubectl `scripts/ensure-peers` builds (pinned,
-/// from the published Kubernetes Go modules).
-fn kubectl() -> PathBuf {
-    if let Some(path) = std::env::var_os("HCT_KUBECTL").filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(path);
-        assert!(
-            path.is_file(),
-            "HCT_KUBECTL={} is not a file; point it at a kubectl binary",
-            path.display()
-        );
-        return path;
-    }
-    peers::peers().path("KUBECTL")
-}
-
-/// `kubeconfig` with its cluster's `server` set to `server` and a
-/// `proxy-url` beside it. hct writes one cluster entry, `server:` on a line
-/// of its own.
-fn through_proxy(kubeconfig: &str, server: &str, proxy: &str) -> String {
-    let servers = kubeconfig
-        .lines()
-        .filter(|l| l.trim_start().starts_with("server: "))
-        .count();
-    assert_eq!(
-        servers, 1,
-        "one cluster entry in hct's kubeconfig:\n{kubeconfig}"
-    );
-    let mut out = String::new();
-    for line in kubeconfig.lines() {
-        match line.trim_start().strip_prefix("server: ") {
-            Some(_) => {
-                let indent = &line[..line.len() - line.trim_start().len()];
-                out.push_str(&format!("{indent}server: {server}\n"));
-                out.push_str(&format!("{indent}proxy-url: {proxy}\n"));
-            }
-            None => {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-    }
-    out
-}
-
-/// Runs kubectl with only this kubeconfig and a dead `HTTPS_PROXY`.
-fn run(kubectl: &Path, dir: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(kubectl);
-    command
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .arg("--request-timeout=30s")
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env_remove("NO_PROXY")
-        .env_remove("no_proxy")
-        .env("HTTPS_PROXY", DEAD_PROXY)
-        .env("https_proxy", DEAD_PROXY)
-        .env("HOME", dir)
-        .stdin(Stdio::null());
-    command
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", kubectl.display()))
-}
-
-fn succeeded(what: &str, out: Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_reaches_every_control_plane_through_the_proxy() {
@@ -154,6 +77,228 @@ async fn kubectl_reaches_every_control_plane_through_the_proxy() {
                 "{server}: {stderr}"
             );
         }
+    });
+    sim.shutdown().await.unwrap();
+}
+
+/// The Ready condition of each node in `kubectl get nodes -o json`.
+fn readiness(nodes: &Value) -> Vec<(String, String)> {
+    nodes["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let ready = n["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == "Ready")
+                .map(|c| c["status"].as_str().unwrap().to_string())
+                .unwrap_or_default();
+            (n["metadata"]["name"].as_str().unwrap().to_string(), ready)
+        })
+        .collect()
+}
+
+const CNI: &str = r#"apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: cilium
+  namespace: kube-system
+  labels:
+    k8s-app: cilium
+spec:
+  selector:
+    matchLabels:
+      k8s-app: cilium
+  template:
+    metadata:
+      labels:
+        k8s-app: cilium
+    spec:
+      containers:
+        - name: cilium-agent
+          image: quay.io/cilium/cilium:v1.18.4
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cilium-config
+  namespace: kube-system
+data:
+  ipam: kubernetes
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_sees_nodes_applies_approves_and_deletes() {
+    let kubectl = kubectl();
+    let sim = support::sim::start().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let outputs = ws.outputs();
+        let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap().to_string();
+        let endpoint = outputs["endpoint"]["value"].as_str().unwrap().to_string();
+        let kubernetes = state_attribute(&ws, "hct_cluster.this", "kubernetes_version");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(
+            &path,
+            through_proxy(&kubeconfig, &endpoint, &sim.proxy_url()),
+        )
+        .unwrap();
+        let kubectl_ok =
+            |what: &str, args: &[&str]| succeeded(what, run(&kubectl, dir.path(), &path, args));
+
+        let nodes: Value =
+            serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
+                .unwrap();
+        let mut ready = readiness(&nodes);
+        ready.sort();
+        assert_eq!(ready.len(), 9, "{ready:?}");
+        assert!(
+            ready.iter().all(|(_, r)| r == "False"),
+            "no CNI yet: {ready:?}"
+        );
+        let mut servers: Vec<String> = outputs["control_plane_nodes"]["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["name"].as_str().unwrap().to_string())
+            .collect();
+        for pool in outputs["worker_nodes"]["value"]
+            .as_object()
+            .unwrap()
+            .values()
+        {
+            servers.extend(
+                pool.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|n| n["name"].as_str().unwrap().to_string()),
+            );
+        }
+        servers.sort();
+        let names: Vec<String> = ready.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(names, servers, "nodes are named as their servers");
+        for node in nodes["items"].as_array().unwrap() {
+            assert_eq!(
+                node["status"]["nodeInfo"]["kubeletVersion"],
+                Value::from(format!("v{}", kubernetes.trim_start_matches('v'))),
+                "{node:#}"
+            );
+            let ip = node["status"]["addresses"][0]["address"].as_str().unwrap();
+            assert!(ip.starts_with("10.0.128."), "{node:#}");
+        }
+        let pods = kubectl_ok(
+            "get static pods",
+            &["get", "pods", "-n", "kube-system", "-o", "name"],
+        );
+        assert_eq!(
+            pods.lines()
+                .filter(|l| l.starts_with("pod/kube-apiserver-"))
+                .count(),
+            3,
+            "{pods}"
+        );
+
+        // Server-side apply of a CNI: the nodes turn Ready.
+        let manifest = dir.path().join("cni.yaml");
+        std::fs::write(&manifest, CNI).unwrap();
+        let manifest = manifest.to_str().unwrap();
+        let applied = kubectl_ok(
+            "apply --server-side",
+            &["apply", "--server-side", "-f", manifest],
+        );
+        assert!(
+            applied.contains("daemonset.apps/cilium serverside-applied"),
+            "{applied}"
+        );
+        let again = kubectl_ok(
+            "apply --server-side again",
+            &["apply", "--server-side", "-f", manifest],
+        );
+        assert!(
+            again.contains("configmap/cilium-config serverside-applied"),
+            "{again}"
+        );
+        let ds: Value = serde_json::from_str(&kubectl_ok(
+            "get ds",
+            &[
+                "get",
+                "daemonset",
+                "cilium",
+                "-n",
+                "kube-system",
+                "-o",
+                "json",
+                "--show-managed-fields",
+            ],
+        ))
+        .unwrap();
+        assert_eq!(ds["metadata"]["managedFields"][0]["manager"], "kubectl");
+        let nodes: Value =
+            serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
+                .unwrap();
+        let ready = readiness(&nodes);
+        assert!(ready.iter().all(|(_, r)| r == "True"), "{ready:?}");
+        let selected = kubectl_ok(
+            "get nodes -l",
+            &[
+                "get",
+                "nodes",
+                "-l",
+                "node-role.kubernetes.io/control-plane",
+                "-o",
+                "name",
+            ],
+        );
+        assert_eq!(selected.lines().count(), 3, "{selected}");
+
+        // Kubelet serving CSRs: one per node, pending until approved.
+        let csrs: Value =
+            serde_json::from_str(&kubectl_ok("get csr", &["get", "csr", "-o", "json"])).unwrap();
+        let csrs = csrs["items"].as_array().unwrap().clone();
+        assert_eq!(csrs.len(), 9);
+        let table = kubectl_ok("get csr (table)", &["get", "csr"]);
+        eprintln!("kubectl get csr:\n{table}");
+        assert_eq!(table.lines().count(), 10, "{table}");
+        for csr in &csrs {
+            assert_eq!(csr["spec"]["signerName"], "kubernetes.io/kubelet-serving");
+            assert!(csr["status"].get("conditions").is_none(), "{csr:#}");
+        }
+        let first = csrs[0]["metadata"]["name"].as_str().unwrap().to_string();
+        let approved = kubectl_ok("certificate approve", &["certificate", "approve", &first]);
+        assert!(approved.contains("approved"), "{approved}");
+        let csr: Value = serde_json::from_str(&kubectl_ok(
+            "get csr",
+            &["get", "csr", &first, "-o", "json"],
+        ))
+        .unwrap();
+        assert_eq!(
+            csr["status"]["conditions"][0]["type"], "Approved",
+            "{csr:#}"
+        );
+
+        // Delete: gone, and a second delete is a NotFound.
+        let deleted = kubectl_ok(
+            "delete",
+            &["delete", "configmap", "cilium-config", "-n", "kube-system"],
+        );
+        assert!(deleted.contains("deleted"), "{deleted}");
+        let missing = run(
+            &kubectl,
+            dir.path(),
+            &path,
+            &["get", "configmap", "cilium-config", "-n", "kube-system"],
+        );
+        assert!(!missing.status.success());
+        let stderr = String::from_utf8_lossy(&missing.stderr);
+        assert!(
+            stderr.contains("NotFound") || stderr.contains("not found"),
+            "{stderr}"
+        );
     });
     sim.shutdown().await.unwrap();
 }

@@ -28,6 +28,7 @@ pub mod events;
 pub mod faults;
 pub mod gateway;
 pub mod ids;
+pub mod kube;
 pub mod labels;
 pub mod pagination;
 pub mod persist;

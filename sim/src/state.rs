@@ -91,6 +91,10 @@ pub struct World {
     next_id: IdCounters,
     #[serde(skip)]
     pub config: WorldConfig,
+    /// The Kubernetes objects of each cluster; like the nodes' disks (etcd)
+    /// not saved.
+    #[serde(skip)]
+    pub kube: crate::kube::Stores,
     /// Events since the owner last drained them.
     #[serde(skip)]
     pub(crate) events: Vec<SimEvent>,

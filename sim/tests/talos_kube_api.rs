@@ -193,7 +193,11 @@ async fn a_bootstrapped_control_plane_answers_readyz_to_its_admins() {
         (200, "ok".into())
     );
     assert_eq!(get(&sim, ip, trusted(), "/livez").await, (200, "ok".into()));
-    let (status, missing) = get(&sim, ip, trusted(), "/api/v1/nodes").await;
+    let (status, nodes) = get(&sim, ip, trusted(), "/api/v1/nodes").await;
+    assert_eq!(status, 200, "{nodes}");
+    let nodes: serde_json::Value = serde_json::from_str(&nodes).unwrap();
+    assert_eq!(nodes["kind"], "NodeList");
+    let (status, missing) = get(&sim, ip, trusted(), "/api/v1/widgets").await;
     assert_eq!(status, 404);
     let missing: serde_json::Value = serde_json::from_str(&missing).unwrap();
     assert_eq!(missing["kind"], "Status");

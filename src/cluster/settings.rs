@@ -80,6 +80,8 @@ pub struct NodeTraits {
     /// Talos' form: key → `value:Effect` or `Effect`.
     pub node_taints: BTreeMap<String, String>,
     pub config_patches: Vec<String>,
+    /// `cluster.inlineManifests` (name, contents): control planes only.
+    pub inline_manifests: Vec<(String, String)>,
 }
 
 impl ClusterSettings {
@@ -101,7 +103,10 @@ impl ClusterSettings {
             role,
             node_labels: traits.node_labels.clone(),
             node_taints: traits.node_taints.clone(),
-            config_patches: traits.config_patches.clone(),
+            config_patches: inline_manifests_patch(&traits.inline_manifests)
+                .into_iter()
+                .chain(traits.config_patches.iter().cloned())
+                .collect(),
             interface: None,
             ip: Some(ip),
         };
@@ -229,4 +234,17 @@ impl WorkerJoin {
             secrets,
         })
     }
+}
+
+/// The patch that puts the manifests in `cluster.inlineManifests`, before
+/// the user's patches (JSON is YAML); None without manifests.
+fn inline_manifests_patch(manifests: &[(String, String)]) -> Option<String> {
+    if manifests.is_empty() {
+        return None;
+    }
+    let list: Vec<serde_json::Value> = manifests
+        .iter()
+        .map(|(name, contents)| serde_json::json!({"name": name, "contents": contents}))
+        .collect();
+    Some(serde_json::json!({"cluster": {"inlineManifests": list}}).to_string())
 }

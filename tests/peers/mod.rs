@@ -6,6 +6,7 @@
 //! missing peer is never a reason to skip.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod kubectl;
 pub mod talos_check;
 
 use std::collections::BTreeMap;

@@ -10,6 +10,7 @@
 //!   changes they cannot take, shared with `hct_cluster_secrets`; copied
 //!   from `worker_join` in the parallel form.
 
+mod kubernetes;
 pub(crate) mod model;
 mod resource;
 mod schema;

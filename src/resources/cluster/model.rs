@@ -4,6 +4,7 @@
 
 use super::settings_schema::{REQUIRED_SETTINGS, SETTINGS};
 use crate::cluster::GroupSpec;
+use crate::cluster::kube_api::manifests;
 use crate::cluster::preflight::{self, Paths};
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
 use crate::network_plan::CONTROL_PLANE_GROUP;
@@ -71,6 +72,7 @@ pub fn validate(config: &Value) -> Diagnostics {
         config.get("control_plane").get("server_labels"),
         control_plane_attr("server_labels"),
     ));
+    found.extend(validate_manifests(config.get("bootstrap_manifests")));
     found.extend(timeouts::validate(config));
     found
 }
@@ -221,6 +223,96 @@ pub fn validate_settings(config: &Value) -> Diagnostics {
     found
 }
 
+/// Unique names; contents that are Kubernetes objects (when known).
+fn validate_manifests(list: &Value) -> Diagnostics {
+    let mut found = Diagnostics::new();
+    let mut names = Vec::new();
+    for (n, manifest) in list.as_list().unwrap_or_default().iter().enumerate() {
+        let at = AttrPath::attr("bootstrap_manifests").index(n as i64);
+        if let Some(name) = manifest.get("name").as_str() {
+            if name.trim().is_empty() || names.contains(&name) {
+                found.push(
+                    Diagnostic::error(
+                        "Invalid bootstrap manifest name",
+                        format!(
+                            "{name:?}: each manifest needs a name of its own (Talos keeps them by \
+                             name)."
+                        ),
+                    )
+                    .at(at.clone().attr_of("name")),
+                );
+            }
+            names.push(name);
+        }
+        if let Some(contents) = manifest.get("contents").as_str()
+            && let Err(why) = manifests::refs(contents)
+        {
+            found.push(
+                Diagnostic::error(
+                    "Invalid bootstrap manifest",
+                    format!("{why}. Each YAML document must be one Kubernetes object."),
+                )
+                .at(at.attr_of("contents")),
+            );
+        }
+    }
+    found
+}
+
+/// `bootstrap_manifests` as (name, contents); unknown ones left out.
+pub fn bootstrap_manifests(value: &Value) -> Vec<(String, String)> {
+    value
+        .get("bootstrap_manifests")
+        .as_list()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|m| {
+            Some((
+                m.get("name").as_str()?.to_string(),
+                m.get("contents").as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// `bootstrap_manifest_objects`: each manifest's objects; Unknown while
+/// a manifest is, null without manifests.
+pub fn manifest_objects(value: &Value) -> Value {
+    let list = value.get("bootstrap_manifests");
+    if !list.is_wholly_known() {
+        return Value::Unknown;
+    }
+    if list.is_null() {
+        // No manifests, no record: states made before the attribute plan no
+        // change.
+        return Value::Null;
+    }
+    Value::Map(
+        bootstrap_manifests(value)
+            .into_iter()
+            .map(|(name, contents)| {
+                let objects = manifests::refs(&contents)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|o| Value::from(o.to_string()))
+                    .collect();
+                (name, Value::List(objects))
+            })
+            .collect(),
+    )
+}
+
+/// Whether the manifests bring a CNI: a DaemonSet the rule of
+/// `kube_api::nodes::is_cni_daemonset` counts as one.
+pub fn brings_cni(manifests: &[(String, String)]) -> bool {
+    manifests.iter().any(|(_, contents)| {
+        manifests::objects(contents)
+            .unwrap_or_default()
+            .iter()
+            .any(crate::cluster::kube_api::nodes::is_cni_daemonset)
+    })
+}
+
 pub fn parse_plan(text: &str) -> Result<NetworkPlan, String> {
     let json: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -340,6 +432,7 @@ pub fn control_plane_group(value: &Value) -> GroupSpec {
         control_plane_attr("location"),
         NodeTraits {
             config_patches: string_list(value.get("config_patches")),
+            inline_manifests: bootstrap_manifests(value),
             ..NodeTraits::default()
         },
     )
@@ -347,7 +440,13 @@ pub fn control_plane_group(value: &Value) -> GroupSpec {
 
 /// `config_delivery = "user_data"` (set, or kept from the state of a cluster
 /// made when it was hct's default): what it exposes, to whom, the ways out.
-pub fn user_data_warning() -> Diagnostic {
+pub fn user_data_warning(planned: &Value) -> Diagnostic {
+    let manifests = if !bootstrap_manifests(planned).is_empty() {
+        " The bootstrap_manifests are in the control planes' configs too (Talos keeps \
+         cluster.inlineManifests there), so every Secret or token in them is as exposed."
+    } else {
+        ""
+    };
     Diagnostic::warning(
         "Machine configs in Hetzner user data: readable by every pod",
         format!(
@@ -361,7 +460,7 @@ pub fn user_data_warning() -> Diagnostic {
              pods from the metadata service: hct_network_plan's cilium_metadata_policy is a \
              Cilium policy that does (host-network pods keep it). Servers created with user \
              data keep it until they are replaced; treat the secrets on them as exposed \
-             (docs/guides/security.md).",
+             (docs/guides/security.md).{manifests}",
             crate::network_plan::HETZNER_METADATA
         ),
     )

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use tracing::info;
 
+use super::kubernetes;
 use super::model::{self, attr, control_plane_attr};
 use super::schema;
 use super::settings_plan;
@@ -43,6 +44,7 @@ const CONFIG_INPUTS: &[&str] = &[
     "config_delivery",
     "ssh_key_ids",
     "config_patches",
+    "bootstrap_manifests",
     "control_plane",
 ];
 
@@ -93,10 +95,16 @@ impl GroupKind for Cluster {
             && plan.planned.get("config_delivery").as_str()
                 == Some(ConfigDelivery::UserData.as_str())
         {
-            plan.diagnostics.push(model::user_data_warning());
+            plan.diagnostics
+                .push(model::user_data_warning(&plan.planned));
         }
         let planned = &mut plan.planned;
         set(planned, "id", planned.get("name").clone());
+        set(
+            planned,
+            "bootstrap_manifest_objects",
+            model::manifest_objects(planned),
+        );
 
         let Some(network_plan) = planned
             .get("network_plan")
@@ -212,10 +220,17 @@ impl GroupKind for Cluster {
         })
     }
 
-    async fn finish(state: &mut Value, prepared: &Prepared, outcome: &mut Outcome) {
+    async fn finish(
+        ctx: &Context,
+        prior: &Value,
+        state: &mut Value,
+        prepared: &Prepared,
+        outcome: &mut Outcome,
+    ) {
         if let Err(d) = finish_state(state, &prepared.settings) {
             outcome.diagnostics.push(d);
         }
+        kubernetes::finish(ctx, prior, state, &prepared.settings, outcome).await;
     }
 
     async fn destroy(ctx: &Context, prior: Value) -> Applied {

@@ -69,6 +69,37 @@ pub fn schema() -> Schema {
          subnets, the pod and service ranges, the endpoint, the default route, the hostname, the \
          installer image) are refused.",
     ))
+    .attribute(
+        Attribute::nested(
+            "bootstrap_manifests",
+            Mode::Optional,
+            Nesting::List,
+            vec![
+                Attribute::required("name", Type::String)
+                    .description("Unique among the manifests, e.g. `cilium`."),
+                Attribute::required("contents", Type::String).description(
+                    "Kubernetes objects as YAML documents separated by `---`, e.g. \
+                     `data.helm_template.cilium.manifest`.",
+                ),
+            ],
+        )
+        .description(
+            "Manifests Talos applies when the cluster bootstraps, before any node is Ready: the \
+             CNI (Cilium rendered by the helm provider's `helm_template` from the plan's \
+             `cilium_values`), and anything else the cluster needs from its first minute. They \
+             go into the control planes' `cluster.inlineManifests`. Later, a changed manifest is \
+             applied with server-side apply (field manager `hct`, forced) through the Kubernetes \
+             API, and the objects of a removed manifest (or that a manifest no longer has) are \
+             deleted. With a CNI among them (a DaemonSet named or labelled cilium, flannel, \
+             calico, canal, kube-router or weave), apply waits until every control plane is \
+             Ready. See docs/guides/add-ons.md.",
+        ),
+    )
+    .attribute(Attribute::computed("bootstrap_manifest_objects", Type::map(Type::list(Type::String))).description(
+        "The objects each bootstrap manifest makes, by manifest name: `<apiVersion> <kind> \
+         <namespace>/<name>` (no namespace for cluster-scoped ones). hct deletes the ones that \
+         leave.",
+    ))
     .attribute(Attribute::computed("id", Type::String).description("The cluster's name."))
     .attribute(Attribute::computed("endpoint", Type::String).description(
         "The Kubernetes API: `https://<first control-plane IP>:6443` (private).",

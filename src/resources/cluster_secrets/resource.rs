@@ -145,7 +145,8 @@ impl Resource for ClusterSecretsResource {
         }
         fill_defaults(&mut plan.planned, prior);
         if plan.planned.get("config_delivery").as_str() == Some("user_data") {
-            plan.diagnostics.push(model::user_data_warning());
+            plan.diagnostics
+                .push(model::user_data_warning(&plan.planned));
         }
         let name = plan.planned.get("name").clone();
         set(&mut plan.planned, "id", name);

@@ -17,6 +17,7 @@
 //! - `state`: the node list in state; `steps`: the lifecycle's steps;
 //!   `resource`: the resource made of them.
 
+pub mod ready;
 mod resource;
 mod state;
 mod steps;

@@ -58,8 +58,16 @@ pub trait GroupKind: Send + Sync + 'static {
     /// The settings and nodes to converge, from the state to be (which it
     /// may complete, e.g. with generated secrets).
     fn prepare(state: &mut Value) -> Result<Prepared, Diagnostic>;
-    /// Computed attributes after the apply, also after a failure.
-    async fn finish(state: &mut Value, prepared: &Prepared, outcome: &mut Outcome);
+    /// Computed attributes after the apply, also after a failure; and what
+    /// is done through the Kubernetes API once the nodes run (`prior` is
+    /// the state before the apply, Null on create).
+    async fn finish(
+        ctx: &Context,
+        prior: &Value,
+        state: &mut Value,
+        prepared: &Prepared,
+        outcome: &mut Outcome,
+    );
     async fn destroy(ctx: &Context, prior: Value) -> Applied;
     /// The group as state records it, for a refresh.
     fn state_group(state: &Value) -> Option<StateGroup>;
@@ -149,7 +157,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         };
         // Whatever happened, state gets every server that exists.
         set(&mut state, K::NODES, nodes_value(&outcome.nodes));
-        K::finish(&mut state, &prepared, &mut outcome).await;
+        K::finish(ctx, &request.prior, &mut state, &prepared, &mut outcome).await;
         if request.prior.is_null() && !outcome.left_something && outcome.diagnostics.has_errors() {
             // Nothing was created: no state at all.
             state = Value::Null;

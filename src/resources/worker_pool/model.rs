@@ -145,6 +145,7 @@ pub fn group_spec(value: &Value) -> GroupSpec {
             node_labels: string_map(value.get("node_labels")),
             node_taints,
             config_patches: string_list(value.get("config_patches")),
+            ..NodeTraits::default()
         },
     );
     // validate refused what does not parse.

@@ -109,6 +109,7 @@ pub struct Machine {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Kubelet {
+    pub image: Option<String>,
     #[serde(rename = "nodeIP")]
     pub node_ip: Option<NodeIp>,
 }
@@ -193,6 +194,15 @@ pub struct Cluster {
     pub etcd: Option<serde_yaml_ng::Value>,
     pub api_server: Option<ApiServer>,
     pub network: Option<ClusterNetwork>,
+    pub inline_manifests: Vec<InlineManifest>,
+}
+
+/// `cluster.inlineManifests[]`: what Talos applies at bootstrap.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct InlineManifest {
+    pub name: String,
+    pub contents: String,
 }
 
 /// `cluster.apiServer`: its image's tag is the Kubernetes version.

@@ -74,6 +74,11 @@ pub struct MachineConfig {
     /// → `v1.35.2`): the Kubernetes version the API server runs. None when
     /// the config names no image (Talos then runs its default).
     pub kubernetes_version: Option<String>,
+    /// The tag of `machine.kubelet.image`: the kubelet's version (None:
+    /// Talos' default).
+    pub kubelet_version: Option<String>,
+    /// `cluster.inlineManifests`: (name, contents), applied at bootstrap.
+    pub inline_manifests: Vec<(String, Secret)>,
     pub routes: Vec<Route>,
     /// Where kubelet and etcd take their addresses from.
     pub subnets: Subnets,
@@ -228,6 +233,17 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         .and_then(|a| a.image.as_deref())
         .and_then(image_tag)
         .map(str::to_string);
+    let kubelet_version = machine
+        .kubelet
+        .as_ref()
+        .and_then(|k| k.image.as_deref())
+        .and_then(image_tag)
+        .map(str::to_string);
+    let inline_manifests = cluster
+        .inline_manifests
+        .iter()
+        .map(|m| (m.name.clone(), Secret::new(m.contents.clone())))
+        .collect();
     let cluster_name = non_empty(cluster.cluster_name.as_ref())
         .unwrap_or("talos-default")
         .to_string();
@@ -243,6 +259,8 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         os_ca,
         kubernetes_ca,
         kubernetes_version,
+        kubelet_version,
+        inline_manifests,
         routes,
         subnets,
         warnings,

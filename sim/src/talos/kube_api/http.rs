@@ -17,17 +17,27 @@ pub enum Head {
     TooLarge,
 }
 
+/// The most a request's body may take (kube-apiserver's limit is 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
 /// Reads one request head; None when the connection closes first.
 pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<Option<Head>> {
+    Ok(read_message(stream).await?.map(|(head, _)| head))
+}
+
+/// Reads one request head and what followed it on the connection.
+async fn read_message<S: AsyncRead + Unpin>(
+    stream: &mut S,
+) -> std::io::Result<Option<(Head, Vec<u8>)>> {
     let mut head = Vec::new();
     let mut buffer = [0u8; 1024];
     loop {
         if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            head.truncate(end + 4);
-            return Ok(Some(Head::Complete(head)));
+            let rest = head.split_off(end + 4);
+            return Ok(Some((Head::Complete(head), rest)));
         }
         if head.len() > MAX_HEAD {
-            return Ok(Some(Head::TooLarge));
+            return Ok(Some((Head::TooLarge, Vec::new())));
         }
         let read = stream.read(&mut buffer).await?;
         if read == 0 {
@@ -37,12 +47,45 @@ pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<
     }
 }
 
+/// Reads one request: its head and the body its `Content-Length` names
+/// (none without one; chunked bodies are not read). Err is the reply to a
+/// body that is too large or cut short.
+pub async fn read_request<S: AsyncRead + Unpin>(
+    stream: &mut S,
+) -> std::io::Result<Option<(Head, Result<Vec<u8>, Reply>)>> {
+    let Some((head, mut body)) = read_message(stream).await? else {
+        return Ok(None);
+    };
+    let length = match parse(&head) {
+        Ok(request) => request.content_length.unwrap_or(0),
+        Err(_) => 0,
+    };
+    if length > MAX_BODY {
+        let reply = Reply::status(413, "RequestEntityTooLarge", "request entity too large");
+        return Ok(Some((head, Err(reply))));
+    }
+    let mut buffer = [0u8; 8192];
+    while body.len() < length {
+        let read = stream.read(&mut buffer).await?;
+        if read == 0 {
+            return Ok(Some((head, Err(Reply::text(400, "400 Bad Request")))));
+        }
+        body.extend_from_slice(&buffer[..read]);
+    }
+    body.truncate(length);
+    Ok(Some((head, Ok(body))))
+}
+
 /// The parts of a request the server looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request<'a> {
     pub method: &'a str,
     pub path: &'a str,
     pub query: &'a str,
+    pub content_type: Option<&'a str>,
+    pub content_length: Option<usize>,
+    /// The `Host` header.
+    pub host: Option<&'a str>,
 }
 
 impl Request<'_> {
@@ -76,9 +119,17 @@ pub fn parse(head: &Head) -> Result<Request<'_>, Reply> {
     if version != "HTTP/1.1" && version != "HTTP/1.0" {
         return Err(Reply::text(505, "505 HTTP Version Not Supported"));
     }
-    let has_host = lines
+    let headers: Vec<(&str, &str)> = lines
         .filter_map(|line| line.split_once(':'))
-        .any(|(name, _)| name.trim().eq_ignore_ascii_case("host"));
+        .map(|(name, value)| (name.trim(), value.trim()))
+        .collect();
+    let header = |wanted: &str| {
+        headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(wanted))
+            .map(|(_, value)| *value)
+    };
+    let has_host = header("host").is_some();
     if version == "HTTP/1.1" && !has_host {
         return Err(Reply::text(
             400,
@@ -86,10 +137,17 @@ pub fn parse(head: &Head) -> Result<Request<'_>, Reply> {
         ));
     }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let content_length = match header("content-length") {
+        Some(text) => Some(text.parse::<usize>().map_err(|_| bad())?),
+        None => None,
+    };
     Ok(Request {
         method,
         path,
         query,
+        content_type: header("content-type"),
+        content_length,
+        host: header("host"),
     })
 }
 
@@ -150,6 +208,11 @@ impl Reply {
     fn reason(&self) -> &'static str {
         match self.status {
             200 => "OK",
+            201 => "Created",
+            409 => "Conflict",
+            413 => "Request Entity Too Large",
+            415 => "Unsupported Media Type",
+            422 => "Unprocessable Entity",
             400 => "Bad Request",
             401 => "Unauthorized",
             404 => "Not Found",

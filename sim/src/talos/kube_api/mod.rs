@@ -18,10 +18,13 @@
 //!
 //! - `http`: reading a request head, parsing it, writing a reply;
 //! - `routes`: what each path answers;
-//! - `version`: the Kubernetes release and its `/version` document.
+//! - `version`: the Kubernetes release and its `/version` document;
+//! - `store`: what the nodes put in the cluster's Kubernetes store, and
+//!   API requests answered from it (`crate::kube`).
 
 pub mod http;
 pub mod routes;
+pub mod store;
 pub mod version;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -33,8 +36,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 use tracing::debug;
 
-use self::http::{read_head, write_reply};
-use self::routes::{Served, answer};
+use self::http::{read_request, write_reply};
+use self::routes::{Served, route};
 use self::version::KubernetesVersion;
 use super::calls::NodeRef;
 use super::cluster::{self, Clusters};
@@ -302,18 +305,31 @@ async fn connection(
         Err(_) => return debug!("emulated kube-apiserver TLS handshake timed out"),
     };
     let caller = clients.caller(stream.get_ref().1);
-    let head = match tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)).await {
-        Ok(Ok(Some(head))) => head,
+    let (head, body) = match tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut stream)).await
+    {
+        Ok(Ok(Some(read))) => read,
         Ok(Ok(None)) => return,
         Ok(Err(e)) => return debug!("emulated kube-apiserver read: {e}"),
         Err(_) => return debug!("emulated kube-apiserver: no request in time"),
     };
-    let reply = answer(&head, &caller, &served, || {
-        let mut world = sim.world();
-        let now = world.now;
-        lifecycle::settle(&mut world, now);
-        readiness(&world, node)
-    });
+    let reply = route(
+        &head,
+        body,
+        &caller,
+        &served,
+        || {
+            let mut world = sim.world();
+            let now = world.now;
+            lifecycle::settle(&mut world, now);
+            readiness(&world, node)
+        },
+        |request| {
+            let mut world = sim.world();
+            let now = world.now;
+            lifecycle::settle(&mut world, now);
+            store::serve(&mut world, now, node, request)
+        },
+    );
     if let Err(e) = write_reply(&mut stream, &reply).await {
         debug!("emulated kube-apiserver write: {e}");
     }

@@ -1,12 +1,46 @@
 //! What the emulated API server answers, path by path, as kube-apiserver
 //! does for an authenticated admin: the health checks (`/livez`, `/readyz`,
-//! `/healthz`, `?verbose`), `/version`, and `metav1.Status` errors for the
-//! rest (401 for strangers, 404 for paths it does not serve).
+//! `/healthz`, `?verbose`), `/version`, the API paths (`/api…`, `/apis…`,
+//! answered from the cluster's store by `crate::kube`), and
+//! `metav1.Status` errors for the rest (401 for strangers, 404 for paths
+//! it does not serve).
 
 use serde_json::Value;
 
 use super::http::{self, Head, Reply};
+use crate::kube::api::{self, Answer, ApiRequest};
 use crate::talos::auth::Caller;
+
+/// The answer to one request with its body: the API paths go to `serve`,
+/// the rest to [`answer`].
+pub fn route(
+    head: &Head,
+    body: Result<Vec<u8>, Reply>,
+    caller: &Caller,
+    served: &Served,
+    health: impl FnOnce() -> Result<(), String>,
+    serve: impl FnOnce(&ApiRequest) -> Answer,
+) -> Reply {
+    if let Ok(request) = http::parse(head)
+        && matches!(caller, Caller::Verified { .. })
+        && api::serves(request.path)
+    {
+        let body = match body {
+            Ok(body) => body,
+            Err(reply) => return reply,
+        };
+        let answer = serve(&ApiRequest {
+            method: request.method,
+            path: request.path,
+            query: request.query,
+            content_type: request.content_type,
+            body: &body,
+            server_address: request.host.unwrap_or_default(),
+        });
+        return Reply::json(answer.code, &answer.body);
+    }
+    answer(head, caller, served, health)
+}
 
 /// What a server answers with that does not change while it runs.
 #[derive(Debug, Clone, PartialEq)]

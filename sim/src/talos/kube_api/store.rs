@@ -1,0 +1,109 @@
+//! What Talos and the kubelets put in a cluster's Kubernetes store
+//! (`crate::kube`), and API requests answered from it: before each request
+//! the store learns which nodes' kubelets run (and at which version), and
+//! on the first request after bootstrap it gets the `inlineManifests` of
+//! the control plane that serves, created where absent as Talos' bootstrap
+//! manifests controller does.
+
+use super::version::KubernetesVersion;
+use crate::catalog::Architecture;
+use crate::clock::Timestamp;
+use crate::kube::api::{self, Answer, ApiRequest};
+use crate::kube::manifests;
+use crate::kube::nodes::{self, NodeFacts};
+use crate::state::World;
+use crate::talos::calls::NodeRef;
+use crate::talos::cluster;
+use crate::talos::config::{ClusterIdentity, MachineConfig};
+use crate::talos::services;
+
+/// Answers an API request at the control plane `at`.
+pub fn serve(world: &mut World, now: Timestamp, at: NodeRef, request: &ApiRequest) -> Answer {
+    let Some(config) = world
+        .servers
+        .get(&at.server)
+        .and_then(|s| s.talos.as_ref())
+        .and_then(|t| t.node.config())
+        .cloned()
+    else {
+        return crate::kube::KubeError::NoRoute.into();
+    };
+    sync(world, now, &config);
+    let now = now.unix_seconds();
+    let store = world.kube.cluster(&config.cluster.id, now);
+    store.now = now;
+    api::handle(store, request)
+}
+
+/// Brings the cluster's store in line with its nodes; `config` is the
+/// serving control plane's, whose inline manifests Talos applies at
+/// bootstrap.
+pub fn sync(world: &mut World, now: Timestamp, config: &MachineConfig) {
+    let facts = facts(world, &config.cluster);
+    let now = now.unix_seconds();
+    let store = world.kube.cluster(&config.cluster.id, now);
+    store.now = now;
+    if !store.bootstrap_manifests_applied {
+        let manifests: Vec<(String, String)> = config
+            .inline_manifests
+            .iter()
+            .map(|(name, text)| (name.clone(), text.expose().to_string()))
+            .collect();
+        for problem in manifests::create_missing(store, &manifests) {
+            tracing::debug!("emulated bootstrap manifests: {problem}");
+        }
+        store.bootstrap_manifests_applied = true;
+    }
+    nodes::sync(store, &facts);
+}
+
+/// The nodes configured for `cluster`, and whether their kubelets run:
+/// Talos up, the kubelet service Running and healthy, and on a worker
+/// registered with the API server at its endpoint.
+pub fn facts(world: &World, cluster: &ClusterIdentity) -> Vec<NodeFacts> {
+    let mut out = Vec::new();
+    for server in world.servers.values() {
+        let Some(talos) = server.talos.as_ref() else {
+            continue;
+        };
+        let Some(config) = talos.node.config().filter(|c| c.cluster == *cluster) else {
+            continue;
+        };
+        let addresses = cluster::private_ips(server);
+        let Some(ip) = config
+            .subnets
+            .kubelet_node_ip(&addresses)
+            .or_else(|| addresses.first().copied())
+        else {
+            continue;
+        };
+        let kubelet_running = talos.node.is_running()
+            && services::of(world, server, &talos.node, config)
+                .iter()
+                .any(|s| s.id == "kubelet" && s.state == "Running" && s.healthy)
+            && (config.is_control_plane() || talos.node.run.kubelet_registered);
+        let arch = match server.server_type().map(|t| t.architecture) {
+            Some(Architecture::Arm) => "arm64",
+            _ => "amd64",
+        };
+        out.push(NodeFacts {
+            name: cluster::hostname(server, Some(config)),
+            ip,
+            control_plane: config.is_control_plane(),
+            kubelet_running,
+            kubelet_version: KubernetesVersion::of(
+                config.kubelet_version.as_deref(),
+                &config.installs,
+            )
+            .git_version,
+            control_plane_version: KubernetesVersion::of(
+                config.kubernetes_version.as_deref(),
+                &config.installs,
+            )
+            .git_version,
+            os_image: format!("Talos ({})", talos.version),
+            arch,
+        });
+    }
+    out
+}

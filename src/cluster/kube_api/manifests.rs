@@ -1,0 +1,313 @@
+//! The objects of bootstrap manifests (multi-document YAML, as Talos'
+//! `cluster.inlineManifests` takes them) and keeping them in the cluster
+//! after bootstrap: each object of a new or changed manifest applied with
+//! server-side apply (field manager `hct`, `force`, so hct's manifest wins
+//! over edits made by hand), and the objects a manifest no longer names, or
+//! of a removed manifest, deleted. Which resource serves a kind comes from
+//! the API server's discovery, as kubectl's RESTMapper finds it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::Value;
+
+use super::KubeApi;
+
+/// The field manager of hct's server-side applies.
+pub const FIELD_MANAGER: &str = "hct";
+
+/// One object, as state records what a manifest made.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectRef {
+    pub api_version: String,
+    pub kind: String,
+    /// Empty for cluster-scoped objects (and namespaced ones that name
+    /// none: the default namespace).
+    pub namespace: String,
+    pub name: String,
+}
+
+impl fmt::Display for ObjectRef {
+    /// `apps/v1 DaemonSet kube-system/cilium`, `v1 Namespace /extra`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {}/{}",
+            self.api_version, self.kind, self.namespace, self.name
+        )
+    }
+}
+
+impl ObjectRef {
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.split(' ');
+        let (api_version, kind, place) = (parts.next()?, parts.next()?, parts.next()?);
+        let (namespace, name) = place.split_once('/')?;
+        Some(Self {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        })
+    }
+
+    fn of(object: &Value) -> Option<Self> {
+        Some(Self {
+            api_version: object["apiVersion"].as_str()?.to_string(),
+            kind: object["kind"].as_str()?.to_string(),
+            namespace: object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            name: object["metadata"]["name"].as_str()?.to_string(),
+        })
+    }
+}
+
+/// The objects of a manifest; Err says which document is wrong.
+pub fn objects(text: &str) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    let documents = crate::talos::yaml::parse_documents(text).map_err(|e| e.to_string())?;
+    for (n, value) in documents.into_iter().enumerate() {
+        match value {
+            Value::Null => {}
+            Value::Object(_) if ObjectRef::of(&value).is_some() => out.push(value),
+            _ => {
+                return Err(format!(
+                    "document {} is no Kubernetes object (apiVersion, kind, metadata.name)",
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The objects a manifest makes, in its order.
+pub fn refs(text: &str) -> Result<Vec<ObjectRef>, String> {
+    Ok(objects(text)?.iter().filter_map(ObjectRef::of).collect())
+}
+
+/// Where a kind is served: plural resource name and scope.
+struct Served {
+    plural: String,
+    namespaced: bool,
+}
+
+/// Discovery, one group version at a time, cached for one sync.
+#[derive(Default)]
+struct Mapper {
+    versions: BTreeMap<String, Vec<(String, Served)>>,
+}
+
+impl Mapper {
+    async fn find(
+        &mut self,
+        api: &KubeApi<'_>,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<&Served, String> {
+        if !self.versions.contains_key(api_version) {
+            let path = if api_version.contains('/') {
+                format!("/apis/{api_version}")
+            } else {
+                format!("/api/{api_version}")
+            };
+            let answer = api.call("GET", &path, None, b"").await?;
+            if answer.status != 200 {
+                return Err(format!(
+                    "the API server serves no {api_version} (HTTP {}: {})",
+                    answer.status,
+                    answer.message()
+                ));
+            }
+            let list: Value = serde_json::from_str(&answer.body)
+                .map_err(|e| format!("discovery of {api_version}: {e}"))?;
+            let served = list["resources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|r| r["name"].as_str().is_some_and(|n| !n.contains('/')))
+                .filter_map(|r| {
+                    Some((
+                        r["kind"].as_str()?.to_string(),
+                        Served {
+                            plural: r["name"].as_str()?.to_string(),
+                            namespaced: r["namespaced"].as_bool().unwrap_or(false),
+                        },
+                    ))
+                })
+                .collect();
+            self.versions.insert(api_version.to_string(), served);
+        }
+        self.versions[api_version]
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map(|(_, served)| served)
+            .ok_or_else(|| format!("the API server serves no {kind} in {api_version}"))
+    }
+
+    async fn path(&mut self, api: &KubeApi<'_>, object: &ObjectRef) -> Result<String, String> {
+        let served = self.find(api, &object.api_version, &object.kind).await?;
+        let base = if object.api_version.contains('/') {
+            format!("/apis/{}", object.api_version)
+        } else {
+            format!("/api/{}", object.api_version)
+        };
+        let namespace = match (served.namespaced, object.namespace.as_str()) {
+            (false, _) => String::new(),
+            (true, "") => "/namespaces/default".into(),
+            (true, ns) => format!("/namespaces/{ns}"),
+        };
+        Ok(format!(
+            "{base}{namespace}/{}/{}",
+            served.plural, object.name
+        ))
+    }
+}
+
+/// Applies the objects of `manifests` (name, contents) with server-side
+/// apply, namespaces and CRDs first, then deletes `stale` (a 404 is fine:
+/// gone already). With `adopt` (right after bootstrap), hct also takes
+/// sole ownership of what Talos created: the create's `Update` entries in
+/// `managedFields` go, so a field hct later stops applying is removed
+/// instead of staying with Talos. Err names the object and the API
+/// server's reason.
+pub async fn sync(
+    api: &KubeApi<'_>,
+    manifests: &[(String, String)],
+    stale: &[ObjectRef],
+    adopt: bool,
+) -> Result<(), String> {
+    let mut mapper = Mapper::default();
+    let mut objects = Vec::new();
+    for (name, text) in manifests {
+        for object in self::objects(text).map_err(|e| format!("manifest {name}: {e}"))? {
+            objects.push((name.clone(), object));
+        }
+    }
+    let rank = |o: &Value| match o["kind"].as_str() {
+        Some("Namespace") => 0,
+        Some("CustomResourceDefinition") => 1,
+        _ => 2,
+    };
+    objects.sort_by_key(|(_, o)| rank(o));
+    for (manifest, object) in &objects {
+        let Some(id) = ObjectRef::of(object) else {
+            continue;
+        };
+        let path = mapper.path(api, &id).await?;
+        let query = format!("{path}?fieldManager={FIELD_MANAGER}&force=true");
+        let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
+        let answer = api
+            .call("PATCH", &query, Some("application/apply-patch+yaml"), &body)
+            .await?;
+        if !matches!(answer.status, 200 | 201) {
+            return Err(format!(
+                "manifest {manifest}: applying {id}: HTTP {}: {}",
+                answer.status,
+                answer.message()
+            ));
+        }
+        if adopt {
+            take_ownership(api, &path, &answer.body)
+                .await
+                .map_err(|why| format!("manifest {manifest}: adopting {id}: {why}"))?;
+        }
+    }
+    for id in stale {
+        let path = match mapper.path(api, id).await {
+            Ok(path) => path,
+            // A kind no longer served (its CRD went first): nothing to delete.
+            Err(_) => continue,
+        };
+        let answer = api
+            .call(
+                "DELETE",
+                &path,
+                Some("application/json"),
+                br#"{"propagationPolicy":"Background"}"#,
+            )
+            .await?;
+        if !matches!(answer.status, 200 | 202 | 404) {
+            return Err(format!(
+                "deleting {id}: HTTP {}: {}",
+                answer.status,
+                answer.message()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The managedFields without the entries of plain writes (operation
+/// `Update` on the object itself, such as Talos' create); None when there
+/// are none to drop.
+fn without_creates(object: &Value) -> Option<Vec<Value>> {
+    let entries = object["metadata"]["managedFields"].as_array()?;
+    let kept: Vec<Value> = entries
+        .iter()
+        .filter(|e| e["operation"] != "Update" || e.get("subresource").is_some())
+        .cloned()
+        .collect();
+    (kept.len() < entries.len()).then_some(kept)
+}
+
+async fn take_ownership(api: &KubeApi<'_>, path: &str, applied: &str) -> Result<(), String> {
+    let object: Value = serde_json::from_str(applied).map_err(|e| e.to_string())?;
+    let Some(kept) = without_creates(&object) else {
+        return Ok(());
+    };
+    let patch = serde_json::json!({"metadata": {
+        "managedFields": kept,
+        "resourceVersion": object["metadata"]["resourceVersion"],
+    }});
+    let body = serde_json::to_vec(&patch).map_err(|e| e.to_string())?;
+    let answer = api
+        .call("PATCH", path, Some("application/merge-patch+json"), &body)
+        .await?;
+    if answer.status == 200 {
+        Ok(())
+    } else {
+        Err(format!("HTTP {}: {}", answer.status, answer.message()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_objects_of_a_manifest() {
+        let text = "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: extra\n---\n\
+                    apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: cilium\n  namespace: kube-system\n";
+        let found = refs(text).unwrap();
+        let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "v1 Namespace /extra",
+                "apps/v1 DaemonSet kube-system/cilium"
+            ]
+        );
+        assert_eq!(ObjectRef::parse(&shown[1]).as_ref(), Some(&found[1]));
+        assert!(refs("kind: x\n").unwrap_err().contains("document 1"));
+        assert!(refs("a: [").is_err());
+    }
+
+    #[test]
+    fn adopting_drops_plain_writes_only() {
+        let object = serde_json::json!({"metadata": {"managedFields": [
+            {"manager": "talos", "operation": "Update"},
+            {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status"},
+            {"manager": "hct", "operation": "Apply"},
+        ]}});
+        let kept = without_creates(&object).unwrap();
+        let managers: Vec<&str> = kept.iter().filter_map(|e| e["manager"].as_str()).collect();
+        assert_eq!(managers, ["kube-controller-manager", "hct"]);
+        assert_eq!(
+            without_creates(&serde_json::json!({"metadata": {"managedFields": [kept[1]]}})),
+            None
+        );
+    }
+}
