@@ -12,6 +12,8 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use hct_sim::resources::servers::Server;
+use hct_sim::state::World;
 use hct_sim::{FaultSpec, Sim, SimEvent, SimHandle, SimOptions};
 use support::reference::{EXAMPLE, pools, state_attribute, workspace};
 use support::timeline::{out_of_service_at_once, talos_starts, talos_timeline};
@@ -45,14 +47,20 @@ fn apply_with_provider_log(ws: &Workspace, args: &[&str], what: &str) -> String 
     log
 }
 
+/// The cluster's servers (not the seed's NAT gateway).
+fn cluster_servers(w: &World) -> impl Iterator<Item = &Server> {
+    w.servers
+        .values()
+        .filter(|s| !hct_sim::seed::is_seeded(&s.labels))
+}
+
 fn server_ids(sim: &SimHandle) -> BTreeMap<String, i64> {
-    sim.inspect(|w| w.servers.values().map(|s| (s.name.clone(), s.id)).collect())
+    sim.inspect(|w| cluster_servers(w).map(|s| (s.name.clone(), s.id)).collect())
 }
 
 fn releases(sim: &SimHandle) -> BTreeMap<String, String> {
     sim.inspect(|w| {
-        w.servers
-            .values()
+        cluster_servers(w)
             .map(|s| {
                 let release = s.talos.as_ref().map(|t| t.version.clone());
                 (s.name.clone(), release.unwrap_or_default())

@@ -193,8 +193,9 @@ impl WorkerJoin {
     pub fn decode(text: &str) -> Result<Self, String> {
         let join: WorkerJoin = serde_json::from_str(text).map_err(|e| {
             format!(
-                "not a worker_join of hct_cluster (line {}, column {}); pass \
-                 hct_cluster.<name>.worker_join unchanged",
+                "not a worker_join of hct (line {}, column {}); pass \
+                 hct_cluster_secrets.<name>.worker_join (or, in the serial form, \
+                 hct_cluster.<name>.worker_join) unchanged",
                 e.line(),
                 e.column()
             )

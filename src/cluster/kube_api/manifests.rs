@@ -39,6 +39,19 @@ impl fmt::Display for ObjectRef {
 }
 
 impl ObjectRef {
+    /// Whether both name one object of the cluster: the same API group
+    /// (any version: the API server serves an object at each version of
+    /// its group), kind and name, and the same namespace, where none means
+    /// the default one (cluster-scoped objects have none either way).
+    pub fn same_object(&self, other: &ObjectRef) -> bool {
+        let group = |v: &str| v.rsplit_once('/').map_or("", |(g, _)| g).to_string();
+        let namespace = |n: &str| if n.is_empty() { "default" } else { n }.to_string();
+        group(&self.api_version) == group(&other.api_version)
+            && self.kind == other.kind
+            && self.name == other.name
+            && namespace(&self.namespace) == namespace(&other.namespace)
+    }
+
     pub fn parse(text: &str) -> Option<Self> {
         let mut parts = text.split(' ');
         let (api_version, kind, place) = (parts.next()?, parts.next()?, parts.next()?);
@@ -106,7 +119,7 @@ impl Mapper {
         api: &KubeApi<'_>,
         api_version: &str,
         kind: &str,
-    ) -> Result<&Served, String> {
+    ) -> Result<Option<&Served>, String> {
         if !self.versions.contains_key(api_version) {
             let path = if api_version.contains('/') {
                 format!("/apis/{api_version}")
@@ -114,41 +127,52 @@ impl Mapper {
                 format!("/api/{api_version}")
             };
             let answer = api.call("GET", &path, None, b"").await?;
-            if answer.status != 200 {
+            if answer.status == 404 {
+                // Not served (e.g. its CRD is gone): no kinds in it.
+                self.versions.insert(api_version.to_string(), Vec::new());
+            } else if answer.status != 200 {
                 return Err(format!(
                     "the API server serves no {api_version} (HTTP {}: {})",
                     answer.status,
                     answer.message()
                 ));
+            } else {
+                let list: Value = serde_json::from_str(&answer.body)
+                    .map_err(|e| format!("discovery of {api_version}: {e}"))?;
+                let served = list["resources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|r| r["name"].as_str().is_some_and(|n| !n.contains('/')))
+                    .filter_map(|r| {
+                        Some((
+                            r["kind"].as_str()?.to_string(),
+                            Served {
+                                plural: r["name"].as_str()?.to_string(),
+                                namespaced: r["namespaced"].as_bool().unwrap_or(false),
+                            },
+                        ))
+                    })
+                    .collect();
+                self.versions.insert(api_version.to_string(), served);
             }
-            let list: Value = serde_json::from_str(&answer.body)
-                .map_err(|e| format!("discovery of {api_version}: {e}"))?;
-            let served = list["resources"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|r| r["name"].as_str().is_some_and(|n| !n.contains('/')))
-                .filter_map(|r| {
-                    Some((
-                        r["kind"].as_str()?.to_string(),
-                        Served {
-                            plural: r["name"].as_str()?.to_string(),
-                            namespaced: r["namespaced"].as_bool().unwrap_or(false),
-                        },
-                    ))
-                })
-                .collect();
-            self.versions.insert(api_version.to_string(), served);
         }
-        self.versions[api_version]
+        Ok(self.versions[api_version]
             .iter()
             .find(|(k, _)| k == kind)
-            .map(|(_, served)| served)
-            .ok_or_else(|| format!("the API server serves no {kind} in {api_version}"))
+            .map(|(_, served)| served))
     }
 
-    async fn path(&mut self, api: &KubeApi<'_>, object: &ObjectRef) -> Result<String, String> {
-        let served = self.find(api, &object.api_version, &object.kind).await?;
+    /// The object's path; None when the API server does not serve its kind
+    /// (Err: discovery failed).
+    async fn path(
+        &mut self,
+        api: &KubeApi<'_>,
+        object: &ObjectRef,
+    ) -> Result<Option<String>, String> {
+        let Some(served) = self.find(api, &object.api_version, &object.kind).await? else {
+            return Ok(None);
+        };
         let base = if object.api_version.contains('/') {
             format!("/apis/{}", object.api_version)
         } else {
@@ -159,10 +183,10 @@ impl Mapper {
             (true, "") => "/namespaces/default".into(),
             (true, ns) => format!("/namespaces/{ns}"),
         };
-        Ok(format!(
+        Ok(Some(format!(
             "{base}{namespace}/{}/{}",
             served.plural, object.name
-        ))
+        )))
     }
 }
 
@@ -196,7 +220,12 @@ pub async fn sync(
         let Some(id) = ObjectRef::of(object) else {
             continue;
         };
-        let path = mapper.path(api, &id).await?;
+        let path = mapper.path(api, &id).await?.ok_or_else(|| {
+            format!(
+                "manifest {manifest}: the API server serves no {} in {}",
+                id.kind, id.api_version
+            )
+        })?;
         let query = format!("{path}?fieldManager={FIELD_MANAGER}&force=true");
         let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
         let answer = api
@@ -216,10 +245,10 @@ pub async fn sync(
         }
     }
     for id in stale {
-        let path = match mapper.path(api, id).await {
-            Ok(path) => path,
-            // A kind no longer served (its CRD went first): nothing to delete.
-            Err(_) => continue,
+        // A kind no longer served (its CRD went first): nothing to delete.
+        // A failed discovery is an error: the object may still be there.
+        let Some(path) = mapper.path(api, id).await? else {
+            continue;
         };
         let answer = api
             .call(
@@ -293,6 +322,20 @@ mod tests {
         assert_eq!(ObjectRef::parse(&shown[1]).as_ref(), Some(&found[1]));
         assert!(refs("kind: x\n").unwrap_err().contains("document 1"));
         assert!(refs("a: [").is_err());
+    }
+
+    #[test]
+    fn one_object_under_another_version_or_the_default_namespace_named() {
+        let at = |text: &str| ObjectRef::parse(text).unwrap();
+        let hpa = at("autoscaling/v2 HorizontalPodAutoscaler /web");
+        assert!(hpa.same_object(&at(
+            "autoscaling/v2beta2 HorizontalPodAutoscaler default/web"
+        )));
+        assert!(!hpa.same_object(&at("autoscaling/v2 HorizontalPodAutoscaler other/web")));
+        assert!(!hpa.same_object(&at("other.io/v2 HorizontalPodAutoscaler /web")));
+        assert!(!hpa.same_object(&at("autoscaling/v2 HorizontalPodAutoscaler /api")));
+        assert!(at("v1 Namespace /extra").same_object(&at("v1 Namespace /extra")));
+        assert!(!at("v1 ConfigMap /extra").same_object(&at("v1 Namespace /extra")));
     }
 
     #[test]

@@ -95,7 +95,7 @@ async fn converge(
             .collect();
         let stale: Vec<ObjectRef> = recorded(prior)
             .into_iter()
-            .filter(|o| !kept.contains(o))
+            .filter(|o| !kept.iter().any(|k| k.same_object(o)))
             .collect();
         if !changed.is_empty() || !stale.is_empty() {
             manifests::sync(&api, &changed, &stale, false)

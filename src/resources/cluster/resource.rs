@@ -90,8 +90,10 @@ impl GroupKind for Cluster {
             immutable_changes(prior, &proposed, source.as_ref(), plan);
         }
         settings_plan::fill_defaults(&mut plan.planned, prior);
-        // hct_cluster_secrets warns in the parallel form.
-        if !parallel
+        // hct_cluster_secrets warns in the parallel form, but cannot see the
+        // manifests that would sit in user data too.
+        let manifests = !model::bootstrap_manifests(&plan.planned).is_empty();
+        if (!parallel || manifests)
             && plan.planned.get("config_delivery").as_str()
                 == Some(ConfigDelivery::UserData.as_str())
         {
