@@ -402,8 +402,11 @@ async fn a_failing_action_fails_the_apply_and_a_rerun_converges() {
     let ws = workspace(&sim);
     sim.fail_next_actions("start_server", 1);
     tokio::task::block_in_place(|| {
+        // The failed power-on may be a control plane's: the pools, created
+        // beside it, then wait for a control plane that will not come until
+        // their create timeout, so it is short here.
         let out = ws
-            .terraform(&["apply", "-auto-approve"])
+            .terraform(&["apply", "-auto-approve", "-var", "create_timeout=60s"])
             .expect_failure("failing action");
         assert!(out.stderr.contains("start_server"), "{out}");
         // What exists is in state.
