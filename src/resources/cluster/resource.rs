@@ -13,6 +13,7 @@ use super::kubernetes;
 use super::model::{self, attr, control_plane_attr};
 use super::schema;
 use super::settings_plan;
+use super::settings_schema::SETTINGS;
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery};
 use crate::cluster::wait::Deadline;
 use crate::cluster::{NodeRecord, naming, slots, teardown};
@@ -31,22 +32,9 @@ use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
 
 pub const TYPE_NAME: &str = "hct_cluster";
 
-/// What the control plane's configs are made of, besides the secrets.
-const CONFIG_INPUTS: &[&str] = &[
-    "name",
-    "network_id",
-    "network_plan",
-    "talos_version",
-    "kubernetes_version",
-    "image_id",
-    "schematic_id",
-    "install_disk",
-    "config_delivery",
-    "ssh_key_ids",
-    "config_patches",
-    "bootstrap_manifests",
-    "control_plane",
-];
+/// What the control plane's configs are made of besides the cluster-wide
+/// settings (`settings_schema::SETTINGS`) and the secrets.
+const CONFIG_INPUTS: &[&str] = &["config_patches", "bootstrap_manifests", "control_plane"];
 
 /// Secrets to check configs with at plan time, before the cluster's own
 /// are made (made once per provider process; never stored or sent).
@@ -140,8 +128,10 @@ impl GroupKind for Cluster {
         // stand-in secrets now, so a config no node can run fails the plan.
         if settings.is_none()
             && planned.get("machine_secrets").is_unknown()
-            && CONFIG_INPUTS
+            && SETTINGS
                 .iter()
+                .filter(|name| **name != "machine_secrets")
+                .chain(CONFIG_INPUTS)
                 .all(|name| planned.get(name).is_wholly_known())
             && let Some(secrets) = checking_secrets()
             && let Ok(stand_in) = model::settings(planned, secrets)
