@@ -3,6 +3,7 @@
 //! plan-time rule fails with its own error at its own attribute, and unknown
 //! inputs plan cleanly.
 
+mod peers;
 mod support;
 
 use serde_json::{Value, json};
@@ -384,4 +385,52 @@ data "hct_network_plan" "this" {
     assert!(out.stderr.contains("Invalid SOCKS5 proxy"), "{out}");
     assert!(out.stderr.contains("talos_proxy"), "{out}");
     assert!(out.stderr.contains("Invalid poll interval"), "{out}");
+}
+
+#[test]
+fn the_mermaid_diagram_parses_with_mermaid_and_shows_the_plan() {
+    let config = format!(
+        r#"{PROVIDER}
+data "hct_network_plan" "this" {{
+  network_cidr  = "10.0.0.0/16"
+  node_subnet   = "10.0.128.0/24"
+  control_plane = {{ cidr = "10.0.128.16/28", nodes = 3 }}
+  worker_pools = {{
+    edge-a = {{ cidr = "10.0.128.32/28", nodes = 2 }}
+    bulk   = {{ cidr = "10.0.128.128/26", nodes = 20 }}
+  }}
+  service_cidr = "10.0.192.0/21"
+  pod_cidr     = "10.0.224.0/19"
+}}
+output "diagram" {{ value = data.hct_network_plan.this.mermaid }}
+"#
+    );
+    let ws = Workspace::dev_override(&[("main.tf", &config)]);
+    ws.terraform(&["apply", "-auto-approve"])
+        .expect_success("apply");
+    let diagram = ws.outputs()["diagram"]["value"]
+        .as_str()
+        .expect("the diagram is a string")
+        .to_string();
+    assert_eq!(
+        peers::mermaid::parse(&diagram),
+        Ok("flowchart-v2".to_string()),
+        "{diagram}"
+    );
+    for shown in [
+        "network 10.0.0.0/16",
+        "gateway 10.0.0.1",
+        "https://10.0.128.17:6443",
+        "pool edge-a 10.0.128.32/28",
+        "edge-a 2<br/>10.0.128.34",
+        "20 nodes · 2 placement groups",
+        "bulk 20<br/>10.0.128.148",
+        "NAT box",
+    ] {
+        assert!(diagram.contains(shown), "{shown:?} missing from\n{diagram}");
+    }
+    // The checker can fail: a diagram with a subgraph left open is refused.
+    let broken = diagram.replacen("    end\n    kube[", "    kube[", 1);
+    assert_ne!(broken, diagram);
+    assert!(peers::mermaid::parse(&broken).is_err(), "{broken}");
 }

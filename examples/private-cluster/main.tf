@@ -167,6 +167,11 @@ output "cilium_values" {
   value       = data.hct_network_plan.this.cilium_values
 }
 
+output "network_diagram" {
+  description = "The plan as a Mermaid flowchart (paste it into Markdown, or render it with mmdc)."
+  value       = data.hct_network_plan.this.mermaid
+}
+
 output "kubeconfig" {
   value     = hct_cluster.this.kubeconfig
   sensitive = true

@@ -20,6 +20,7 @@
 mod attributes;
 mod capacity;
 mod cidr;
+mod diagram;
 mod document;
 mod hetzner;
 mod input;

@@ -134,6 +134,13 @@ impl DataSource for NetworkPlanDataSource {
             "Helm values (JSON) for the Hetzner cloud controller manager with networking \
              (routes) enabled for the pod CIDR.",
         ))
+        .attribute(Attribute::computed("mermaid", Type::String).description(
+            "The plan as a Mermaid flowchart: the network and its gateway, the node subnet, the \
+             API endpoint, the control plane and each pool with their CIDRs, node IPs and \
+             placement groups, and the way out through the NAT box (drawn by its role: the plan \
+             does not take its address). Render it in Markdown (GitHub, GitLab) or with \
+             `mmdc`; large groups show their first and last nodes.",
+        ))
         .attribute(Attribute::computed("json", Type::String).description(
             "The whole plan as one JSON document; `hct_cluster` and `hct_worker_pool` take it \
              as `network_plan`.",
@@ -286,6 +293,7 @@ fn state(config: &Value, plan: &NetworkPlan) -> Value {
         Value::string(compact(&plan.cilium_metadata_policy())),
     );
     set("hccm_values", Value::string(compact(&plan.hccm_values())));
+    set("mermaid", Value::string(plan.mermaid()));
     set("json", Value::string(compact(&plan.to_json())));
     Value::Map(state)
 }

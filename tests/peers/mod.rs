@@ -7,6 +7,7 @@
 #![allow(dead_code)] // each test file uses a different part of this module
 
 pub mod kubectl;
+pub mod mermaid;
 pub mod talos_check;
 
 use std::collections::BTreeMap;
