@@ -17,34 +17,10 @@ use hct_sim::state::World;
 use hct_sim::{FaultSpec, Sim, SimEvent, SimHandle, SimOptions};
 use support::reference::{EXAMPLE, pools, state_attribute, workspace};
 use support::timeline::{out_of_service_at_once, talos_starts, talos_timeline};
-use support::{TfOutput, Workspace};
+use support::{apply_with_provider_log, plan_exit_code, unwrapped};
 
 async fn sim() -> SimHandle {
     support::sim::start().await
-}
-
-/// `terraform plan -detailed-exitcode` with extra arguments: 0 = no
-/// changes, 2 = changes.
-fn plan_exit_code(ws: &Workspace, args: &[&str]) -> (i32, TfOutput) {
-    let out = ws.terraform(&[&["plan", "-detailed-exitcode"], args].concat());
-    (out.status.code().unwrap_or(-1), out)
-}
-
-/// Text with Terraform's line wrapping undone.
-fn unwrapped(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `terraform apply -auto-approve <args>` with the provider's INFO log.
-fn apply_with_provider_log(ws: &Workspace, args: &[&str], what: &str) -> String {
-    let out = ws
-        .command(&[&["apply", "-auto-approve"], args].concat())
-        .env("TF_LOG_PROVIDER", "INFO")
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{what} failed:\n{log}");
-    log
 }
 
 /// The cluster's servers (not the seed's NAT gateway).

@@ -25,9 +25,10 @@ use hct_sim::state::World;
 use hct_sim::{FaultSpec, SimHandle};
 use peers::talos_check::{Config, assert_clean, check};
 use serde_json::json;
+use support::Workspace;
 use support::reference::{pools, pools_labelled, resource_values, state_attribute, workspace};
 use support::timeline::{out_of_service_at_once, talos_starts, talos_timeline};
-use support::{TfOutput, Workspace};
+use support::{apply_with_provider_log, plan_exit_code, unwrapped};
 
 /// The `nodes` of a pool in state: name → (server id, config hash).
 fn pool_nodes(ws: &Workspace, pool: &str) -> Vec<(String, i64, String)> {
@@ -92,31 +93,6 @@ fn apply_until_servers_exist(ws: &Workspace, sim: &SimHandle, count: usize) -> s
         std::thread::sleep(Duration::from_millis(50));
     }
     apply
-}
-
-/// `terraform plan -detailed-exitcode` with extra arguments: 0 = no
-/// changes, 2 = changes.
-fn plan_exit_code(ws: &Workspace, args: &[&str]) -> (i32, TfOutput) {
-    let out = ws.terraform(&[&["plan", "-detailed-exitcode"], args].concat());
-    (out.status.code().unwrap_or(-1), out)
-}
-
-/// Text with Terraform's line wrapping undone (whitespace runs as one space).
-fn unwrapped(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `terraform apply -auto-approve <args>` with the provider's INFO log;
-/// returns the log (stderr), failing the test if the apply failed.
-fn apply_with_provider_log(ws: &Workspace, args: &[&str], what: &str) -> String {
-    let out = ws
-        .command(&[&["apply", "-auto-approve"], args].concat())
-        .env("TF_LOG_PROVIDER", "INFO")
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{what} failed:\n{log}");
-    log
 }
 
 /// The provider log's lines about nodes going down (`down`) and coming
@@ -715,10 +691,12 @@ fn upgrade_in_place(sim: &SimHandle, ws: &Workspace, upgrade: &[&str], to: &str)
     // before any worker goes down (the sim's own order).
     let last_cp = timeline
         .iter()
-        .rposition(|(name, ..)| name.contains("-cp-"));
+        .rposition(|(name, ..)| name.contains("-cp-"))
+        .expect("the control planes restarted");
     let first_worker_down = timeline
         .iter()
-        .position(|(name, healthy, _)| !name.contains("-cp-") && !healthy);
+        .position(|(name, healthy, _)| !name.contains("-cp-") && !healthy)
+        .expect("a worker went down");
     assert!(
         last_cp < first_worker_down,
         "a worker went down before the control plane was done\n{timeline:#?}"

@@ -9,19 +9,9 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use hct_sim::{Sim, SimHandle, SimOptions};
+use support::Workspace;
 use support::reference::{EXAMPLE, pools, workspace};
-use support::{TfOutput, Workspace};
-
-/// `terraform plan -detailed-exitcode`: 0 = no changes, 2 = changes.
-fn plan_exit_code(ws: &Workspace) -> (i32, TfOutput) {
-    let out = ws.terraform(&["plan", "-detailed-exitcode"]);
-    (out.status.code().unwrap_or(-1), out)
-}
-
-/// Text with Terraform's line wrapping undone (whitespace runs as one space).
-fn unwrapped(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+use support::{plan_exit_code, unwrapped};
 
 fn nat_gateway(sim: &SimHandle) -> i64 {
     sim.inspect(|w| {
@@ -79,7 +69,7 @@ async fn without_a_running_nat_gateway_the_nodes_have_no_egress_and_hct_says_so(
             .expect_success("untaint");
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply with egress");
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "{out}");
     });
 }
@@ -150,7 +140,7 @@ async fn a_pool_past_ten_servers_spreads_over_two_groups_and_shrinks_back_to_one
                     "{nodes} nodes: noreturn-general-{n}"
                 );
             }
-            let (code, out) = plan_exit_code(&ws);
+            let (code, out) = plan_exit_code(&ws, &[]);
             assert_eq!(code, 0, "a plan after the apply with {nodes} nodes\n{out}");
         }
     });
@@ -185,7 +175,7 @@ async fn production_polling_builds_the_cluster_inside_a_low_request_budget() {
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply at production polling");
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "{out}");
     });
     let requests = sim.requests();

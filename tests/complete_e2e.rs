@@ -12,7 +12,8 @@ use std::net::Ipv4Addr;
 
 use hct_sim::SimHandle;
 use hct_sim::resources::servers::ServerStatus;
-use support::{TfOutput, Workspace};
+use support::Workspace;
+use support::plan_exit_code;
 
 const MAIN: &str = include_str!("../examples/complete/main.tf");
 const VARIABLES: &str = include_str!("../examples/complete/variables.tf");
@@ -33,12 +34,6 @@ fn workspace(sim: &SimHandle) -> Workspace {
         .env("HCT_TALOS_PROXY", sim.proxy_url())
         .env("HCT_POLL_INTERVAL", "50ms");
     ws
-}
-
-/// `plan -detailed-exitcode`: 0 = no changes, 2 = changes.
-fn plan_exit_code(ws: &Workspace) -> (i32, TfOutput) {
-    let out = ws.terraform(&["plan", "-detailed-exitcode"]);
-    (out.status.code().unwrap_or(-1), out)
 }
 
 fn cluster_names() -> BTreeSet<String> {
@@ -245,7 +240,7 @@ async fn the_complete_example_builds_plans_clean_and_destroys() {
         assert_network_and_nat(&sim, &ws);
         assert_cluster(&sim, &ws);
 
-        let (code, out) = plan_exit_code(&ws);
+        let (code, out) = plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "a plan after apply must be empty\n{out}");
 
         ws.terraform(&["destroy", "-auto-approve"])

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use hct_sim::{FaultSpec, SimHandle};
 use support::cluster_state::{agree, every_server_in_state};
+use support::unwrapped;
 use support::{TfOutput, Workspace};
 
 #[path = "support/fault_cells.rs"]
@@ -145,11 +146,6 @@ fn arguments(op: Operation, general: u32, short: Option<Step>) -> Vec<String> {
 fn run(ws: &Workspace, args: &[String]) -> TfOutput {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     ws.terraform(&args)
-}
-
-/// Text with Terraform's line wrapping undone (whitespace runs as one space).
-fn unwrapped(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The first diagnostic of a failed run: its summary and the first line of

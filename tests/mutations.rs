@@ -23,6 +23,7 @@ use hct_sim::SimHandle;
 use serde_json::json;
 use serde_yaml_ng::Value as Yaml;
 use support::Workspace;
+use support::unwrapped;
 use tokio::time::Instant;
 
 /// Where a patch goes.
@@ -241,11 +242,6 @@ fn workspace(
         .env("HCT_TALOS_PROXY", sim.proxy_url())
         .env("HCT_POLL_INTERVAL", "50ms");
     ws
-}
-
-/// Text with Terraform's line wrapping undone.
-fn unwrapped(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn judge(sim: &SimHandle, index: u32, mutation: &Mutation) -> Verdict {

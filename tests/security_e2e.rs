@@ -15,6 +15,7 @@ use base64::engine::general_purpose::STANDARD;
 use hct_sim::SimHandle;
 use support::Workspace;
 use support::reference::{pools, state_attribute, workspace};
+use support::unwrapped;
 
 /// Keys whose values are secrets, in the YAML hct keeps in state: the
 /// secrets bundle (talosctl's secrets.yaml), the talosconfig and the
@@ -144,11 +145,6 @@ fn secrets_in_user_data(sim: &SimHandle, needles: &[Needle]) -> Vec<(String, Vec
             (name, found)
         })
         .collect()
-}
-
-/// Text with the CLI's line wrapping undone.
-fn unwrapped(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 const USER_DATA_WARNING: &str = "Machine configs in Hetzner user data: readable by every pod";

@@ -161,7 +161,7 @@ fn shown(ips: &[Ipv4Addr]) -> Vec<(Option<usize>, Option<Ipv4Addr>)> {
     }
     let mut shown: Vec<_> = all().take(NODES_SHOWN - 1).collect();
     shown.push((None, None));
-    shown.extend(all().last());
+    shown.extend(all().next_back());
     shown
 }
 

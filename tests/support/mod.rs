@@ -468,3 +468,28 @@ pub fn provider_child(parent: u32) -> Option<u32> {
     }
     None
 }
+
+/// `terraform plan -detailed-exitcode` with extra arguments: 0 = no
+/// changes, 2 = changes.
+pub fn plan_exit_code(ws: &Workspace, args: &[&str]) -> (i32, TfOutput) {
+    let out = ws.terraform(&[&["plan", "-detailed-exitcode"], args].concat());
+    (out.status.code().unwrap_or(-1), out)
+}
+
+/// `terraform apply -auto-approve <args>` with the provider's INFO log;
+/// returns the log (stderr), failing the test if the apply failed.
+pub fn apply_with_provider_log(ws: &Workspace, args: &[&str], what: &str) -> String {
+    let out = ws
+        .command(&[&["apply", "-auto-approve"], args].concat())
+        .env("TF_LOG_PROVIDER", "INFO")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{what} failed:\n{log}");
+    log
+}
+
+/// Text with the CLI's line wrapping undone (whitespace runs as one space).
+pub fn unwrapped(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
