@@ -5,12 +5,22 @@
 //! manifests' objects at bootstrap, and apply returned with all nine nodes
 //! Ready. A changed manifest is applied (server-side apply, field manager
 //! `hct`) and a removed one pruned; a plan after each apply is empty.
+//!
+//! A `kubernetes_version` upgrade goes like `talosctl upgrade-k8s`: the
+//! control-plane components node by node, then the kubelets node by node,
+//! seen in hct's log and in the sim's own timeline of the images each node
+//! was given; `/version`, every Node's `kubeletVersion` and the static
+//! pods follow. An upgrade stopped half-way is finished by the next apply
+//! without patching a node twice; a skew Kubernetes does not allow fails
+//! the plan at `kubernetes_version`.
 
 mod peers;
 mod support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use hct_sim::{FaultSpec, SimEvent, SimHandle};
 use peers::kubectl::{kubectl, run, succeeded, through_proxy};
 use serde_json::{Value, json};
 use support::Workspace;
@@ -207,6 +217,342 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
         let ds = k.json(&["get", "daemonset", "cilium", "-n", "kube-system"]);
         assert_eq!(ds["metadata"]["name"], "cilium", "kept");
         plan_is_empty(&ws, "the change");
+    });
+    sim.shutdown().await.unwrap();
+}
+
+/// `kubernetes_version` from a variable (on the settings' resource: the
+/// example is in the parallel form).
+fn with_kubernetes_version(ws: &Workspace, version: &str) {
+    ws.write(
+        "kubernetes.tf",
+        &format!("variable \"kubernetes_version\" {{\n  type    = string\n  default = \"{version}\"\n}}\n"),
+    );
+    ws.write(
+        "kubernetes_override.tf",
+        "resource \"hct_cluster_secrets\" \"this\" {\n  kubernetes_version = var.kubernetes_version\n}\n",
+    );
+}
+
+/// kubectl with the cluster's admin kubeconfig through the sim's proxy.
+fn kubectl_for<'a>(sim: &SimHandle, ws: &Workspace, dir: &'a Path) -> Kubectl<'a> {
+    let outputs = ws.outputs();
+    let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap();
+    let endpoint = outputs["endpoint"]["value"].as_str().unwrap();
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, through_proxy(kubeconfig, endpoint, &sim.proxy_url())).unwrap();
+    Kubectl {
+        binary: kubectl(),
+        dir,
+        kubeconfig: path,
+    }
+}
+
+/// `apply -auto-approve <args>` with the provider's INFO log: (succeeded,
+/// log).
+fn apply_logged(ws: &Workspace, args: &[&str]) -> (bool, String) {
+    let out = ws
+        .command(&[&["apply", "-auto-approve", "-no-color"], args].concat())
+        .env("TF_LOG_PROVIDER", "INFO")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.success(), log)
+}
+
+/// The nodes named in log lines with `start` and `done`, in order: "start
+/// <node>" and "done <node>".
+fn node_steps(log: &str, start: &str, done: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|line| {
+            let node = line.split("node=").nth(1)?.split_whitespace().next()?;
+            let step = if line.contains(start) {
+                "start"
+            } else if line.contains(done) {
+                "done"
+            } else {
+                return None;
+            };
+            Some(format!("{step} {}", node.trim_matches('"')))
+        })
+        .collect()
+}
+
+/// Every node's step ends before the next one's starts.
+fn assert_one_at_a_time(steps: &[String]) {
+    for pair in steps.chunks(2) {
+        let node = pair[0].strip_prefix("start ").expect("starts first");
+        assert_eq!(pair.get(1), Some(&format!("done {node}")), "{steps:#?}");
+    }
+}
+
+/// The sim's timeline of the Kubernetes images each node was given: (node,
+/// kube-apiserver tag, kubelet tag), in order.
+type Images = Vec<(String, Option<String>, Option<String>)>;
+
+fn image_timeline(events: &mut tokio::sync::broadcast::Receiver<SimEvent>) -> Images {
+    let mut timeline = Vec::new();
+    loop {
+        match events.try_recv() {
+            Ok(SimEvent::KubernetesImages {
+                name,
+                api_server,
+                kubelet,
+                ..
+            }) => timeline.push((name, api_server, kubelet)),
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty) => return timeline,
+            Err(e) => panic!("the sim's timeline: {e}"),
+        }
+    }
+}
+
+/// What each node's config names now: (kube-apiserver tag, kubelet tag).
+fn configured_versions(sim: &SimHandle) -> BTreeMap<String, (Option<String>, Option<String>)> {
+    sim.inspect(|w| {
+        w.servers
+            .values()
+            .filter_map(|s| {
+                let config = s.talos.as_ref()?.node.config()?;
+                Some((
+                    s.name.clone(),
+                    (
+                        config.kubernetes_version.clone(),
+                        config.kubelet_version.clone(),
+                    ),
+                ))
+            })
+            .collect()
+    })
+}
+
+/// The upgrade's timeline from `from` to `to` went as `upgrade-k8s` goes:
+/// each control plane got the new control-plane images once (its kubelet
+/// still on `from`), all before any kubelet moved; then each control
+/// plane's kubelet once, then each worker's once.
+fn assert_upgrade_order(timeline: &Images, from: &str, to: &str) {
+    let some = |v: &str| Some(v.to_string());
+    let cps = ["noreturn-cp-1", "noreturn-cp-2", "noreturn-cp-3"];
+    let components: Vec<&str> = timeline
+        .iter()
+        .filter(|(_, api, kubelet)| *api == some(to) && *kubelet == some(from))
+        .map(|(n, ..)| n.as_str())
+        .collect();
+    assert_eq!(
+        components, cps,
+        "control-plane components in order, once each: {timeline:#?}"
+    );
+    let kubelets: Vec<&str> = timeline
+        .iter()
+        .filter(|(_, _, kubelet)| *kubelet == some(to))
+        .map(|(n, ..)| n.as_str())
+        .collect();
+    assert_eq!(kubelets.len(), 9, "each kubelet moved once: {timeline:#?}");
+    assert_eq!(
+        &kubelets[..3],
+        cps,
+        "control planes' kubelets first: {timeline:#?}"
+    );
+    let mut workers = kubelets[3..].to_vec();
+    workers.sort_unstable();
+    workers.dedup();
+    assert_eq!(workers.len(), 6, "{timeline:#?}");
+    assert_eq!(timeline.len(), 12, "no other image change: {timeline:#?}");
+    let first_kubelet = timeline
+        .iter()
+        .position(|(_, _, kubelet)| *kubelet == some(to))
+        .unwrap();
+    assert_eq!(first_kubelet, 3, "{timeline:#?}");
+}
+
+/// After an upgrade to `to`: `/version`, every Node's kubelet (Ready when
+/// `ready`), every control plane's static pods.
+fn assert_cluster_runs(k: &Kubectl<'_>, to: &str, ready: bool) {
+    let version = k.json(&["version"]);
+    assert_eq!(version["serverVersion"]["gitVersion"], to, "{version:#}");
+    let nodes = k.json(&["get", "nodes"]);
+    let items = nodes["items"].as_array().unwrap();
+    assert_eq!(items.len(), 9);
+    for node in items {
+        assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], to, "{node:#}");
+        if ready {
+            let condition = node["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == "Ready")
+                .unwrap();
+            assert_eq!(condition["status"], "True", "{node:#}");
+        }
+    }
+    let pods = k.json(&[
+        "get",
+        "pods",
+        "-n",
+        "kube-system",
+        "-l",
+        "tier=control-plane",
+    ]);
+    let images: Vec<&str> = pods["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["spec"]["containers"][0]["image"].as_str().unwrap())
+        .collect();
+    assert_eq!(images.len(), 9, "{images:?}");
+    assert!(
+        images.iter().all(|i| i.ends_with(&format!(":{to}"))),
+        "{images:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubernetes_upgrade_moves_the_control_plane_then_each_kubelet() {
+    let sim = support::sim::start().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        with_manifests(&ws, &[("cilium", CILIUM)]);
+        with_kubernetes_version(&ws, "v1.34.1");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply on v1.34.1");
+        let dir = tempfile::tempdir().unwrap();
+        let k = kubectl_for(&sim, &ws, dir.path());
+        assert_cluster_runs(&k, "v1.34.1", true);
+
+        // Skews Kubernetes does not allow fail the plan.
+        for (wanted, why) in [
+            ("v1.33.0", "an older minor release"),
+            ("v1.32.4", "an older minor release"),
+        ] {
+            let out = ws
+                .terraform(&[
+                    "plan",
+                    "-no-color",
+                    "-var",
+                    &format!("kubernetes_version={wanted}"),
+                ])
+                .expect_failure("a downgrade");
+            let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(words.contains("Unsupported Kubernetes upgrade"), "{out}");
+            assert!(words.contains(why), "{out}");
+            assert!(words.contains("Set kubernetes_version to v1.34.x"), "{out}");
+        }
+        let out = ws
+            .terraform(&[
+                "plan",
+                "-no-color",
+                "-var",
+                "kubernetes_version=v1.35.2",
+                "-var",
+                "talos_version=v1.13.9",
+            ])
+            .expect_failure("Talos and Kubernetes at once");
+        assert!(
+            out.stderr
+                .contains("Upgrade Talos and Kubernetes in separate"),
+            "{out}"
+        );
+        let upgrade = ["-var", "kubernetes_version=v1.35.2"];
+        let plan = ws
+            .terraform(&[&["plan", "-no-color"][..], &upgrade].concat())
+            .expect_success("plan the upgrade");
+        let words = plan.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains("Kubernetes v1.34.1 to v1.35.2"), "{plan}");
+        assert!(words.contains("one control plane at a time"), "{plan}");
+
+        let mut events = sim.events();
+        let (ok, log) = apply_logged(&ws, &upgrade);
+        assert!(ok, "the upgrade failed:\n{log}");
+        let timeline = image_timeline(&mut events);
+        assert_upgrade_order(&timeline, "v1.34.1", "v1.35.2");
+        let components = node_steps(
+            &log,
+            "upgrading the control-plane components",
+            "control-plane components upgraded",
+        );
+        assert_eq!(components.len(), 6, "{components:#?}\n{log}");
+        assert_one_at_a_time(&components);
+        let kubelets = node_steps(&log, "upgrading kubelet", "kubelet upgraded");
+        assert_eq!(kubelets.len(), 18, "{kubelets:#?}\n{log}");
+        assert_one_at_a_time(&kubelets);
+        assert_cluster_runs(&k, "v1.35.2", true);
+        with_kubernetes_version(&ws, "v1.35.2");
+        plan_is_empty(&ws, "the upgrade");
+    });
+    sim.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubernetes_upgrade_stopped_half_way_is_finished_without_patching_a_node_twice() {
+    let sim = support::sim::start().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        with_kubernetes_version(&ws, "v1.34.1");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply on v1.34.1");
+        let mut events = sim.events();
+        // noreturn-cp-2's API server never gets ready: the upgrade stops
+        // there, after its components were moved.
+        sim.add_fault(
+            FaultSpec::parse(r#"{"talos": "apiserver_down", "server": "noreturn-cp-2"}"#).unwrap(),
+        );
+        let upgrade = ["-var", "kubernetes_version=v1.35.2"];
+        let (ok, log) = apply_logged(
+            &ws,
+            &[&upgrade[..], &["-var", "update_timeout=8s"]].concat(),
+        );
+        assert!(!ok, "the upgrade should time out:\n{log}");
+        let words = log.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("noreturn-cp-2: waiting for its static pods to run Kubernetes v1.35.2"),
+            "{log}"
+        );
+        let halfway = configured_versions(&sim);
+        let v = |api: &str, kubelet: &str| (Some(api.to_string()), Some(kubelet.to_string()));
+        assert_eq!(
+            halfway["noreturn-cp-1"],
+            v("v1.35.2", "v1.34.1"),
+            "{halfway:?}"
+        );
+        assert_eq!(
+            halfway["noreturn-cp-2"],
+            v("v1.35.2", "v1.34.1"),
+            "{halfway:?}"
+        );
+        assert_eq!(
+            halfway["noreturn-cp-3"],
+            v("v1.34.1", "v1.34.1"),
+            "{halfway:?}"
+        );
+        assert!(
+            halfway
+                .iter()
+                .filter(|(n, _)| !n.contains("-cp-"))
+                .all(|(_, (_, kubelet))| kubelet.as_deref() == Some("v1.34.1")),
+            "no kubelet moves before the control plane: {halfway:?}"
+        );
+
+        sim.clear_faults();
+        let (ok, log) = apply_logged(&ws, &upgrade);
+        assert!(ok, "finishing the upgrade failed:\n{log}");
+        // Over both applies: every node got each new image once.
+        let timeline = image_timeline(&mut events);
+        assert_upgrade_order(&timeline, "v1.34.1", "v1.35.2");
+        let components = node_steps(
+            &log,
+            "upgrading the control-plane components",
+            "control-plane components upgraded",
+        );
+        assert_eq!(
+            components,
+            ["start noreturn-cp-3", "done noreturn-cp-3"],
+            "{log}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let k = kubectl_for(&sim, &ws, dir.path());
+        assert_cluster_runs(&k, "v1.35.2", false);
+        with_kubernetes_version(&ws, "v1.35.2");
+        plan_is_empty(&ws, "finishing the upgrade");
     });
     sim.shutdown().await.unwrap();
 }

@@ -48,4 +48,17 @@ pub enum SimEvent {
         starts: u64,
         at_ms: u64,
     },
+    /// A configured node took a config that names other Kubernetes images
+    /// (the control plane's static pods or the kubelet): the timeline of a
+    /// Kubernetes upgrade. The tags as the config names them (None: Talos'
+    /// default).
+    KubernetesImages {
+        server: Id,
+        name: String,
+        api_server: Option<String>,
+        controller_manager: Option<String>,
+        scheduler: Option<String>,
+        kubelet: Option<String>,
+        at_ms: u64,
+    },
 }

@@ -3,18 +3,21 @@
 //! servers a killed run left with other secrets, scale down, restore
 //! labels, resize, and re-apply changed machine configs a budget of nodes at
 //! a time (`budget`; upgrading Talos first when the release changed, a pool
-//! only once its control plane runs that release). Every server is
+//! only once its control plane runs that release; a new Kubernetes release
+//! through `kubernetes_upgrade`). Every server is
 //! recorded the moment it exists or is gone.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use futures_util::future::join_all;
+use tokio::sync::OnceCell;
 use tracing::{info, warn};
 
 use super::ClusterError;
 use super::control_plane;
 use super::group::{Desired, Group};
+use super::kubernetes_upgrade;
 use super::naming;
 use super::record::NodeRecord;
 use super::settings::ConfigDelivery;
@@ -123,13 +126,24 @@ impl Group<'_> {
             // plane moves to a release first.
             control_plane::until_on_release(self).await?;
         }
+        // A new kubernetes_version: the control-plane components first,
+        // node by node, then the kubelets with the configs below.
+        let changed_nodes: Vec<NodeRecord> = changed.iter().map(|(_, n)| n.clone()).collect();
+        kubernetes_upgrade::control_plane_components(self, &changed_nodes).await?;
+        let control_plane_on_release = OnceCell::new();
+        let on_release = &control_plane_on_release;
         self.rolling(desired.len(), changed, |(d, node)| async move {
             // A new talos_version changes every config (its installer
             // image): the node moves to that release before it gets the
             // config made for it.
             upgrade::to_release(self, &node).await?;
+            let kubelet_moves = kubernetes_upgrade::kubelet_moves(self, &node, on_release).await?;
             info!(node = %node.name, "machine config changed; applying it");
-            self.apply_config(d, node.ip).await
+            self.apply_config(d, node.ip).await?;
+            if kubelet_moves {
+                kubernetes_upgrade::until_kubelet(self, &node).await?;
+            }
+            Ok(())
         })
         .await?;
         self.remove_spare_placement_groups(

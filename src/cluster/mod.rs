@@ -18,7 +18,9 @@
 //! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet,
 //!   and the Kubernetes API's `/readyz` (`kube_api`).
 //! - `running_config`: the configs nodes run, read back at refresh (drift).
-//! - `upgrade`: Talos upgrades in place, one node at a time.
+//! - `upgrade`: Talos upgrades in place, one node at a time;
+//!   `kubernetes_upgrade`: Kubernetes upgrades like `talosctl upgrade-k8s`
+//!   (control-plane components node by node, then the kubelets).
 //! - `control_plane`: a pool's waits on its control plane (until it can
 //!   take the pool's nodes; until it runs a release), which also catch a
 //!   `worker_join` that is not the cluster's.
@@ -35,6 +37,7 @@ mod converge;
 pub mod error;
 pub mod group;
 pub mod kube_api;
+pub mod kubernetes_upgrade;
 pub mod naming;
 mod placement;
 pub mod preflight;

@@ -41,8 +41,10 @@ pub struct NodeFacts {
     pub kubelet_running: bool,
     /// `v1.35.2`
     pub kubelet_version: String,
-    /// The Kubernetes release of the control plane's static pods.
-    pub control_plane_version: String,
+    /// The Kubernetes release of each control-plane static pod
+    /// (kube-apiserver, kube-controller-manager, kube-scheduler), as the
+    /// node's config names their images.
+    pub static_pod_versions: [String; 3],
     /// `Talos (v1.12.6)`
     pub os_image: String,
     /// `amd64` or `arm64`
@@ -250,49 +252,48 @@ fn node(fact: &NodeFacts, cni: bool, old: Option<&Value>, now: u64) -> Value {
     })
 }
 
+/// The control-plane components Talos runs as static pods.
+const STATIC_PODS: [&str; 3] = [
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+];
+
 fn static_pod_names(node: &str) -> [String; 3] {
-    [
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-    ]
-    .map(|c| format!("{c}-{node}"))
+    STATIC_PODS.map(|c| format!("{c}-{node}"))
 }
 
 fn static_pods(fact: &NodeFacts, now: u64) -> Vec<Value> {
-    [
-        "kube-apiserver",
-        "kube-controller-manager",
-        "kube-scheduler",
-    ]
-    .iter()
-    .map(|component| {
-        json!({
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": format!("{component}-{}", fact.name),
-                "namespace": "kube-system",
-                "labels": {"k8s-app": component, "tier": "control-plane"},
-                "annotations": {"kubernetes.io/config.source": "file"},
-            },
-            "spec": {
-                "nodeName": fact.name,
-                "hostNetwork": true,
-                "priorityClassName": "system-cluster-critical",
-                "containers": [{
-                    "name": component,
-                    "image": format!("registry.k8s.io/{component}:{}", fact.control_plane_version),
-                }],
-            },
-            "status": {
-                "phase": "Running",
-                "hostIP": fact.ip.to_string(),
-                "podIP": fact.ip.to_string(),
-                "startTime": timestamp(now),
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
+    STATIC_PODS
+        .iter()
+        .zip(&fact.static_pod_versions)
+        .map(|(component, version)| {
+            json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": format!("{component}-{}", fact.name),
+                    "namespace": "kube-system",
+                    "labels": {"k8s-app": component, "tier": "control-plane"},
+                    "annotations": {"kubernetes.io/config.source": "file"},
+                },
+                "spec": {
+                    "nodeName": fact.name,
+                    "hostNetwork": true,
+                    "priorityClassName": "system-cluster-critical",
+                    "containers": [{
+                        "name": component,
+                        "image": format!("registry.k8s.io/{component}:{version}"),
+                    }],
+                },
+                "status": {
+                    "phase": "Running",
+                    "hostIP": fact.ip.to_string(),
+                    "podIP": fact.ip.to_string(),
+                    "startTime": timestamp(now),
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            })
         })
-    })
-    .collect()
+        .collect()
 }

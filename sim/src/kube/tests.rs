@@ -40,7 +40,7 @@ fn fact(name: &str, ip: &str, control_plane: bool) -> NodeFacts {
         control_plane,
         kubelet_running: true,
         kubelet_version: "v1.35.2".into(),
-        control_plane_version: "v1.35.2".into(),
+        static_pod_versions: ["v1.35.2".into(), "v1.35.2".into(), "v1.35.2".into()],
         os_image: "Talos (v1.12.6)".into(),
         arch: "amd64",
     }
@@ -554,6 +554,35 @@ fn nodes_register_get_ready_with_a_cni_and_file_serving_csrs() {
         answer.body["spec"]["username"], "system:node:w-1",
         "approval changes only the conditions"
     );
+}
+
+#[test]
+fn static_pods_and_kubelet_versions_follow_each_node() {
+    let mut store = ClusterStore::new(1_700_000_000);
+    let mut cp = fact("cp-1", "10.0.128.17", true);
+    nodes::sync(&mut store, std::slice::from_ref(&cp));
+    let image = |store: &mut ClusterStore, pod: &str| {
+        let path = format!("/api/v1/namespaces/kube-system/pods/{pod}");
+        call(store, "GET", &path, "", &Value::Null).body["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // The API server moves first; the others follow their own images.
+    cp.static_pod_versions[0] = "v1.36.3".into();
+    nodes::sync(&mut store, std::slice::from_ref(&cp));
+    assert_eq!(
+        image(&mut store, "kube-apiserver-cp-1"),
+        "registry.k8s.io/kube-apiserver:v1.36.3"
+    );
+    assert_eq!(
+        image(&mut store, "kube-scheduler-cp-1"),
+        "registry.k8s.io/kube-scheduler:v1.35.2"
+    );
+    cp.kubelet_version = "v1.36.3".into();
+    nodes::sync(&mut store, std::slice::from_ref(&cp));
+    let node = call(&mut store, "GET", "/api/v1/nodes/cp-1", "", &Value::Null).body;
+    assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1.36.3");
 }
 
 #[test]

@@ -7,10 +7,12 @@
 //!
 //! - `manifests`: the bootstrap manifests' objects, applied with
 //!   server-side apply (field manager `hct`) and pruned;
-//! - `nodes`: whether nodes are Ready.
+//! - `nodes`: whether nodes are Ready;
+//! - `pods`: what a node runs (static pods' images, kubelet's version).
 
 pub mod manifests;
 pub mod nodes;
+pub mod pods;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

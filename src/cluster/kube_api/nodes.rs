@@ -97,7 +97,8 @@ pub async fn ready(api: &KubeApi<'_>, name: &str) -> Result<(), String> {
     check(&node)
 }
 
-fn check(node: &Value) -> Result<(), String> {
+/// Ok when a Node object's `Ready` condition is True; else every condition.
+pub fn check(node: &Value) -> Result<(), String> {
     let conditions = node["status"]["conditions"]
         .as_array()
         .cloned()

@@ -20,8 +20,9 @@ pub fn schema() -> Schema {
          form those attributes are read-only copies of the bundle's values.\n\n\
          Every server is in state as soon as it exists; a failed or interrupted apply leaves \
          partial state (a failed create taints the resource: `terraform untaint` to continue \
-         instead of replacing). Changes to patches, labels, the Kubernetes version or the plan \
-         are re-applied one node at a time, without reboot where Talos allows.",
+         instead of replacing). Changes to patches, labels or the plan are re-applied one node at \
+         a time, without reboot where Talos allows; a new Kubernetes version is upgraded like \
+         `talosctl upgrade-k8s` (docs/guides/upgrades.md).",
     )
     .attribute(
         Attribute::optional_computed("worker_join", Type::String)

@@ -9,7 +9,7 @@ use crate::cluster::settings::{ConfigDelivery, WorkerJoin};
 use crate::provider::Plan;
 use crate::resources::values::set;
 use crate::talos::Secrets;
-use crate::talos::release::TalosVersion;
+use crate::talos::release::{KubernetesVersion, TalosVersion};
 use crate::tf::{AttrPath, Diagnostic, Value};
 
 /// Defaults of the optional-computed settings.
@@ -153,6 +153,7 @@ pub fn settings_changes(
             .at(at("talos_version")),
         );
     }
+    kubernetes_changes(prior, proposed, source, plan);
     let before = prior.get("machine_secrets");
     let after = proposed.get("machine_secrets");
     if before.is_null() && after.is_null() {
@@ -177,6 +178,94 @@ pub fn settings_changes(
                  cluster's secrets.yaml from state: see docs/guides/private-cluster.md).",
             )
             .at(at("machine_secrets")),
+        );
+    }
+}
+
+/// A new `kubernetes_version` is an upgrade the way `talosctl upgrade-k8s`
+/// allows one: within the release's minor (patch releases either way), or
+/// to the next minor; never an older minor or more than one minor ahead
+/// (the control plane moves one minor at a time, and kubelets must not be
+/// newer than the API servers); and not together with a new
+/// `talos_version` (one upgrade per apply: Talos first when the new
+/// Kubernetes needs it). The plan says what moves, in which order.
+fn kubernetes_changes(prior: &Value, proposed: &Value, source: Option<&AttrPath>, plan: &mut Plan) {
+    let at = || {
+        source
+            .cloned()
+            .unwrap_or_else(|| attr("kubernetes_version"))
+    };
+    let version = |value: &Value| {
+        value
+            .get("kubernetes_version")
+            .as_str()
+            .and_then(|text| KubernetesVersion::parse(text).ok())
+    };
+    let (Some(running), Some(wanted)) = (version(prior), version(proposed)) else {
+        return;
+    };
+    if running == wanted {
+        return;
+    }
+    let talos = |value: &Value| value.get("talos_version").as_str().map(str::to_string);
+    if !proposed.get("talos_version").is_unknown() && talos(prior) != talos(proposed) {
+        plan.diagnostics.push(
+            Diagnostic::error(
+                "Upgrade Talos and Kubernetes in separate applies",
+                format!(
+                    "This plan changes talos_version from {} to {} and kubernetes_version from \
+                     {running} to {wanted}. hct upgrades one at a time: keep kubernetes_version \
+                     at {running} and apply the new talos_version first (when {wanted} needs \
+                     it), then set kubernetes_version to {wanted} and apply again.",
+                    talos(prior).unwrap_or_default(),
+                    talos(proposed).unwrap_or_default(),
+                ),
+            )
+            .at(at()),
+        );
+        return;
+    }
+    let ((major, from), (to_major, to)) = (running.line(), wanted.line());
+    let refused = if to_major != major || to < from {
+        Some(format!(
+            "The cluster runs Kubernetes {running}; {wanted} is an older minor release, and \
+             Kubernetes does not support downgrading the control plane (etcd's objects may be \
+             stored in newer API versions). Set kubernetes_version to v{major}.{from}.x (any \
+             patch release of v{major}.{from}) or newer."
+        ))
+    } else if to > from + 1 {
+        Some(format!(
+            "The cluster runs Kubernetes {running}; {wanted} is {} minor releases ahead. The \
+             control plane moves one minor release at a time (Kubernetes' version skew policy, \
+             and what talosctl upgrade-k8s allows): set kubernetes_version to a v{major}.{} \
+             release and apply, then go on to {wanted}.",
+            to - from,
+            from + 1
+        ))
+    } else {
+        None
+    };
+    if let Some(detail) = refused {
+        plan.diagnostics
+            .push(Diagnostic::error("Unsupported Kubernetes upgrade", detail).at(at()));
+        return;
+    }
+    // Once per upgrade: the resource the setting is made in says it.
+    if source.is_none() {
+        plan.diagnostics.push(
+            Diagnostic::warning(
+                format!("Kubernetes {running} to {wanted}"),
+                format!(
+                    "Apply upgrades Kubernetes like talosctl upgrade-k8s: first the control-plane \
+                     components (kube-apiserver, kube-controller-manager, kube-scheduler) on one \
+                     control plane at a time, each node's static pods running {wanted} before \
+                     the next; then the kubelets, one control plane at a time, then each pool's \
+                     nodes (its update_strategy at a time), each Node reporting kubelet {wanted} \
+                     (and Ready when a CNI runs) before the next. Pools wait until every control \
+                     plane runs {wanted}. An interrupted upgrade goes on at the next apply."
+                ),
+            )
+            .at(attr("kubernetes_version")),
         );
     }
 }

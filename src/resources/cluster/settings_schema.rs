@@ -72,7 +72,11 @@ pub fn settings_attributes(required: bool) -> Vec<Attribute> {
             "e.g. `v1.35.2`. Default: Talos' default for `talos_version` when the cluster is \
              created; it stays when `talos_version` changes later (a Talos upgrade does not \
              upgrade Kubernetes; it must be one the new release runs: v1.31 to v1.36 on Talos \
-             v1.13). A change is re-applied to the nodes' configs.",
+             v1.13). A change upgrades Kubernetes like `talosctl upgrade-k8s`: the \
+             control-plane components one control plane at a time, then the kubelets one node \
+             at a time (control planes, then pools), without reboots. Any patch release of the \
+             running minor or a release of the next minor; not together with a new \
+             `talos_version`. See docs/guides/upgrades.md.",
         ),
         base("image_id", Type::String).description(
             "The Talos snapshot (e.g. `hct_talos_image.this.id`), of the servers' architecture \

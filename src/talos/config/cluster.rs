@@ -6,6 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
+use super::images;
 use super::input::{Node, Role};
 use crate::network_plan::NetworkPlan;
 use crate::talos::Secrets;
@@ -83,7 +84,7 @@ fn control_plane_only(
 }
 
 fn image(component: &str, node: &Node) -> String {
-    format!("registry.k8s.io/{component}:{}", node.kubernetes)
+    images::control_plane_image(component, &node.kubernetes)
 }
 
 /// The API server's certificate names the endpoint IP; PodSecurity and the

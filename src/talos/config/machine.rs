@@ -6,7 +6,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::input::{Node, Role};
-use super::{install, network};
+use super::{images, install, network};
 use crate::network_plan::NetworkPlan;
 use crate::talos::Secrets;
 
@@ -61,7 +61,7 @@ fn os_ca(role: Role, secrets: &Secrets) -> Value {
 fn kubelet(node: &Node, plan: &NetworkPlan) -> Value {
     let valid_subnets: Vec<String> = plan.node_cidrs().iter().map(ToString::to_string).collect();
     json!({
-        "image": format!("ghcr.io/siderolabs/kubelet:{}", node.kubernetes),
+        "image": images::kubelet_image(&node.kubernetes),
         "extraArgs": {
             "cloud-provider": "external",
             "rotate-server-certificates": "true",

@@ -16,12 +16,15 @@
 //! - `checks`: the finished config's settings hct relies on (`known_keys`:
 //!   the keys each release knows).
 //! - `user_data`: fitting a config into Hetzner's 32 KiB user data.
+//! - `images`: the Kubernetes images a config runs, and moving a running
+//!   config's control-plane images to another release (`upgrade-k8s`).
 //! - `fingerprint`: a config's meaning as a SHA-256 (applied vs running).
 
 mod checks;
 mod cluster;
 mod contract;
 mod fingerprint;
+mod images;
 mod input;
 mod install;
 mod known_keys;
@@ -38,6 +41,10 @@ use serde_json::json;
 pub use contract::Contract;
 pub(crate) use contract::check_kubernetes_supported;
 pub use fingerprint::config_sha256;
+pub use images::{
+    CONTROL_PLANE_COMPONENTS, RunningImages, control_plane_image, kubelet_image,
+    with_control_plane_images,
+};
 pub(crate) use input::is_cluster_name;
 pub use input::{
     DEFAULT_INSTALL_DISK, DEFAULT_PRIVATE_INTERFACE, DEFAULT_TALOS_VERSION, NodeConfigInput, Role,
@@ -75,6 +82,9 @@ pub enum ConfigError {
     },
     #[error("config_patches make a config this node cannot run with: {0}")]
     Unworkable(String),
+    /// The config a node runs could not be read or changed.
+    #[error("the machine config the node runs: {0}")]
+    RunningConfig(String),
     #[error(
         "the machine config is {size} bytes ({compressed} gzipped and base64-encoded), more than \
          Hetzner's user data limit of {limit} bytes; trim config_patches (inline manifests are \

@@ -259,6 +259,21 @@ pub fn apply_configuration(
     }
     let install_back = back_at(world, &server, Restart::Install, now);
     let reboot_back = back_at(world, &server, Restart::Reboot, now);
+    let images_event = current
+        .as_ref()
+        .filter(|c| kubernetes_images(c) != kubernetes_images(&next))
+        .map(|_| {
+            let [api_server, controller_manager, scheduler, kubelet] = kubernetes_images(&next);
+            SimEvent::KubernetesImages {
+                server: server.id,
+                name: cluster::hostname(&server, Some(&next)),
+                api_server,
+                controller_manager,
+                scheduler,
+                kubelet,
+                at_ms: now.millis(),
+            }
+        });
     let node = &mut node_mut(world, at)?.node;
     let Some(current) = current else {
         // Maintenance mode: install the configured release and boot into it.
@@ -274,7 +289,7 @@ pub fn apply_configuration(
         ));
     };
     let reboot_reason = current.reboot_needed_for(&next);
-    match (request.mode, reboot_reason) {
+    let result = match (request.mode, reboot_reason) {
         (ApplyMode::Staged, _) => {
             node.disk.staged = Some(next);
             Ok(applied(
@@ -317,7 +332,24 @@ pub fn apply_configuration(
                 "Applied the configuration without a reboot.".into(),
             ))
         }
+    };
+    if let (Ok(applied), Some(event)) = (&result, images_event)
+        && applied.mode != ApplyMode::Staged
+    {
+        world.emit(event);
     }
+    result
+}
+
+/// The Kubernetes image tags a config names: kube-apiserver,
+/// kube-controller-manager, kube-scheduler, kubelet.
+fn kubernetes_images(config: &MachineConfig) -> [Option<String>; 4] {
+    [
+        config.kubernetes_version.clone(),
+        config.controller_manager_version.clone(),
+        config.scheduler_version.clone(),
+        config.kubelet_version.clone(),
+    ]
 }
 
 pub fn bootstrap(world: &mut World, at: NodeRef) -> Result<(), CallError> {

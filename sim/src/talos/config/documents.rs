@@ -192,7 +192,9 @@ pub struct Cluster {
     pub control_plane: Option<ControlPlane>,
     pub ca: Option<Ca>,
     pub etcd: Option<serde_yaml_ng::Value>,
-    pub api_server: Option<ApiServer>,
+    pub api_server: Option<Component>,
+    pub controller_manager: Option<Component>,
+    pub scheduler: Option<Component>,
     pub network: Option<ClusterNetwork>,
     pub inline_manifests: Vec<InlineManifest>,
 }
@@ -205,10 +207,11 @@ pub struct InlineManifest {
     pub contents: String,
 }
 
-/// `cluster.apiServer`: its image's tag is the Kubernetes version.
+/// `cluster.apiServer`, `cluster.controllerManager`, `cluster.scheduler`:
+/// the image's tag is the Kubernetes version the component runs.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct ApiServer {
+pub struct Component {
     pub image: Option<String>,
 }
 

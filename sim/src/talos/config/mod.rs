@@ -74,6 +74,10 @@ pub struct MachineConfig {
     /// → `v1.35.2`): the Kubernetes version the API server runs. None when
     /// the config names no image (Talos then runs its default).
     pub kubernetes_version: Option<String>,
+    /// The tags of `cluster.controllerManager.image` and
+    /// `cluster.scheduler.image` (None: the API server's release).
+    pub controller_manager_version: Option<String>,
+    pub scheduler_version: Option<String>,
     /// The tag of `machine.kubelet.image`: the kubelet's version (None:
     /// Talos' default).
     pub kubelet_version: Option<String>,
@@ -227,12 +231,15 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
     if !control_plane && cluster.etcd.as_ref().is_some_and(|e| !e.is_null()) {
         return Err(ConfigError::EtcdOnWorker);
     }
-    let kubernetes_version = cluster
-        .api_server
-        .as_ref()
-        .and_then(|a| a.image.as_deref())
-        .and_then(image_tag)
-        .map(str::to_string);
+    let component_version = |component: Option<&documents::Component>| {
+        component
+            .and_then(|c| c.image.as_deref())
+            .and_then(image_tag)
+            .map(str::to_string)
+    };
+    let kubernetes_version = component_version(cluster.api_server.as_ref());
+    let controller_manager_version = component_version(cluster.controller_manager.as_ref());
+    let scheduler_version = component_version(cluster.scheduler.as_ref());
     let kubelet_version = machine
         .kubelet
         .as_ref()
@@ -259,6 +266,8 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         os_ca,
         kubernetes_ca,
         kubernetes_version,
+        controller_manager_version,
+        scheduler_version,
         kubelet_version,
         inline_manifests,
         routes,

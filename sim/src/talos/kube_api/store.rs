@@ -96,14 +96,23 @@ pub fn facts(world: &World, cluster: &ClusterIdentity) -> Vec<NodeFacts> {
                 &config.installs,
             )
             .git_version,
-            control_plane_version: KubernetesVersion::of(
-                config.kubernetes_version.as_deref(),
-                &config.installs,
-            )
-            .git_version,
+            static_pod_versions: static_pod_versions(config),
             os_image: format!("Talos ({})", talos.version),
             arch,
         });
     }
     out
+}
+
+/// The release each control-plane static pod runs: the tag of its image in
+/// the config, else the API server's (Talos' default when none is named).
+fn static_pod_versions(config: &MachineConfig) -> [String; 3] {
+    let api_server =
+        KubernetesVersion::of(config.kubernetes_version.as_deref(), &config.installs).git_version;
+    let or_api_server = |tag: &Option<String>| tag.clone().unwrap_or_else(|| api_server.clone());
+    [
+        api_server.clone(),
+        or_api_server(&config.controller_manager_version),
+        or_api_server(&config.scheduler_version),
+    ]
 }
