@@ -31,6 +31,15 @@ fn provider_block(source: &Source) -> String {
         Source::Ephemeral => "ephemeral.hct_kubeconfig.admin",
         Source::ClusterAttributes => "hct_cluster.this.kubernetes_admin",
     };
+    // The kubernetes provider refuses a configuration that is partly known
+    // (a proxy but no host yet) while the cluster does not exist: the
+    // proxy must be unknown exactly when the credentials are.
+    let proxy = match source {
+        Source::Ephemeral => "ephemeral.hct_kubeconfig.admin.proxy_url",
+        Source::ClusterAttributes => {
+            "hct_cluster.this.kubernetes_admin.host == null ? null : var.proxy_url"
+        }
+    };
     let ephemeral = match source {
         Source::Ephemeral => {
             "ephemeral \"hct_kubeconfig\" \"admin\" {\n  worker_join = hct_cluster.this.worker_join\n  validity    = \"30m\"\n}\n\n"
@@ -43,7 +52,7 @@ fn provider_block(source: &Source) -> String {
   cluster_ca_certificate = {from}.cluster_ca_certificate
   client_certificate     = {from}.client_certificate
   client_key             = {from}.client_key
-  proxy_url              = var.proxy_url
+  proxy_url              = {proxy}
 }}
 "#
     )
@@ -57,8 +66,16 @@ fn namespace(name: &str) -> String {
 fn workspace(sim: &SimHandle, source: &Source) -> Workspace {
     let peers = peers::peers();
     let version = peers.var("KUBERNETES_PROVIDER_VERSION");
+    let main = EXAMPLE.replacen(
+        "  required_providers {\n",
+        &format!(
+            "  required_providers {{\n    kubernetes = {{\n      source  = \"hashicorp/kubernetes\"\n      version = \"= {version}\"\n    }}\n"
+        ),
+        1,
+    );
+    assert_ne!(main, EXAMPLE, "the example has a required_providers block");
     let mut ws = Workspace::dev_override_with_mirror(
-        &[("main.tf", EXAMPLE)],
+        &[("main.tf", &main)],
         &peers.path("KUBERNETES_PROVIDER_MIRROR"),
         &["hashicorp/kubernetes"],
     );
@@ -73,7 +90,7 @@ fn workspace(sim: &SimHandle, source: &Source) -> Workspace {
     ws.write(
         "kubernetes.tf",
         &format!(
-            "terraform {{\n  required_providers {{\n    kubernetes = {{\n      source  = \"hashicorp/kubernetes\"\n      version = \"= {version}\"\n    }}\n  }}\n}}\n\nvariable \"proxy_url\" {{\n  type = string\n}}\n\n{}",
+            "variable \"proxy_url\" {{\n  type = string\n}}\n\n{}",
             provider_block(source)
         ),
     );

@@ -261,6 +261,20 @@ pub fn kubeconfig_credentials(config: &str) -> Option<KubeconfigCredentials> {
     })
 }
 
+/// The kubeconfig with `proxy-url` set on its clusters (a SOCKS5 or HTTP
+/// proxy into the private network, as kubectl reads it); None if the text
+/// is not a kubeconfig.
+pub fn with_proxy_url(config: &str, proxy_url: &str) -> Option<String> {
+    let mut document = yaml::parse_documents(config).ok()?.into_iter().next()?;
+    for cluster in document.get_mut("clusters")?.as_array_mut()? {
+        cluster
+            .get_mut("cluster")?
+            .as_object_mut()?
+            .insert("proxy-url".into(), proxy_url.into());
+    }
+    Some(yaml::to_string(&[document]))
+}
+
 /// A short-lived client certificate for hct's own calls (the talosconfig and
 /// kubeconfig handed to the user are issued once and kept in state).
 pub struct ApiCredentials {

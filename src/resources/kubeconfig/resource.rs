@@ -18,7 +18,7 @@ pub const TYPE_NAME: &str = "hct_kubeconfig";
 
 pub struct KubeconfigEphemeral;
 
-fn mint(config: &Value) -> Result<Value, Diagnostic> {
+fn mint(config: &Value, proxy_url: Option<String>) -> Result<Value, Diagnostic> {
     let input = model::decode(config)?;
     let settings = &input.settings;
     let now = SystemTime::now();
@@ -41,6 +41,11 @@ fn mint(config: &Value) -> Result<Value, Diagnostic> {
         validity = %crate::duration::format(input.validity),
         "issued a short-lived admin kubeconfig"
     );
+    let text = match &proxy_url {
+        Some(proxy) => client_config::with_proxy_url(kubeconfig.as_str(), proxy)
+            .unwrap_or_else(|| kubeconfig.as_str().to_string()),
+        None => kubeconfig.as_str().to_string(),
+    };
     let mut result = config.clone();
     if let Value::Map(items) = &mut result {
         let expires = humantime::format_rfc3339_seconds(kubeconfig.expires()).to_string();
@@ -49,11 +54,12 @@ fn mint(config: &Value) -> Result<Value, Diagnostic> {
             ("cluster_ca_certificate", credentials.cluster_ca_certificate),
             ("client_certificate", credentials.client_certificate),
             ("client_key", credentials.client_key),
-            ("kubeconfig", kubeconfig.into_string()),
+            ("kubeconfig", text),
             ("expires_at", expires),
         ] {
             items.insert(name.into(), Value::from(value));
         }
+        items.insert("proxy_url".into(), Value::from(proxy_url));
     }
     Ok(result)
 }
@@ -72,8 +78,13 @@ impl EphemeralResource for KubeconfigEphemeral {
         model::validate(config)
     }
 
-    async fn open(&self, _: &Context, config: &Value) -> Opened {
-        match mint(config) {
+    async fn open(&self, ctx: &Context, config: &Value) -> Opened {
+        let proxy_url = ctx
+            .config
+            .as_ref()
+            .and_then(|c| c.talos_proxy.as_ref())
+            .map(ToString::to_string);
+        match mint(config, proxy_url) {
             Ok(result) => Opened {
                 result,
                 ..Default::default()

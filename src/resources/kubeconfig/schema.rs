@@ -16,8 +16,8 @@ pub fn schema() -> Schema {
              `hct_cluster` exists when it reads `hct_cluster.<name>.worker_join`. An ephemeral \
              resource: Terraform ≥ 1.10 or OpenTofu ≥ 1.11; with older CLIs use `hct_cluster`'s \
              `kubernetes_admin`. Opening it calls nothing remote. The API server is private: \
-             give the consuming provider `proxy_url` when it reaches the network through a \
-             proxy. See docs/guides/add-ons.md.",
+             give the consuming provider `proxy_url = ephemeral.hct_kubeconfig.<name>.proxy_url` \
+             when hct reaches the network through a proxy. See docs/guides/add-ons.md.",
             default = duration::format(DEFAULT_VALIDITY),
         ),
     )
@@ -56,6 +56,12 @@ pub fn schema() -> Schema {
             .sensitive()
             .description("The same credentials as a whole kubeconfig (context `admin@<cluster>`)."),
     )
+    .attribute(Attribute::computed("proxy_url", Type::String).description(
+        "The provider's `talos_proxy` (`HCT_TALOS_PROXY`), the SOCKS5 proxy into the private \
+         network, or null without one: for the consuming provider's `proxy_url`; `kubeconfig` \
+         carries it as `proxy-url`. Known exactly when the credentials are, which the \
+         kubernetes provider needs while the cluster does not exist yet.",
+    ))
     .attribute(Attribute::computed("expires_at", Type::String).description(
         "When the client certificate expires (RFC 3339, UTC).",
     ))

@@ -197,4 +197,11 @@ fn short_lived_kubeconfigs_come_apart_into_provider_credentials() {
     assert_eq!(cert.subject().to_string(), "O=system:masters, CN=admin");
     assert!(!format!("{credentials:?}").contains("PRIVATE"));
     assert_eq!(kubeconfig_credentials("apiVersion: v1\nkind: Config\n"), None);
+    let proxied = with_proxy_url(config.as_str(), "socks5://127.0.0.1:1080").unwrap();
+    let document = yaml::parse_documents(&proxied).unwrap().remove(0);
+    assert_eq!(
+        document["clusters"][0]["cluster"]["proxy-url"],
+        "socks5://127.0.0.1:1080"
+    );
+    assert_eq!(kubeconfig_credentials(&proxied), Some(credentials));
 }
