@@ -59,7 +59,9 @@ fn provider_block(source: &Source) -> String {
 }
 
 fn namespace(name: &str) -> String {
-    format!("resource \"kubernetes_namespace_v1\" \"{name}\" {{\n  metadata {{\n    name = \"{name}\"\n  }}\n}}\n")
+    format!(
+        "resource \"kubernetes_namespace_v1\" \"{name}\" {{\n  metadata {{\n    name = \"{name}\"\n  }}\n}}\n"
+    )
 }
 
 /// The example (one small pool) with the kubernetes provider beside hct.
@@ -117,14 +119,22 @@ fn kubectl_sees(ws: &Workspace, sim: &SimHandle, namespace: &str) -> bool {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kubeconfig");
     std::fs::write(&path, through_proxy(kubeconfig, endpoint, &sim.proxy_url())).unwrap();
-    let out = run(&kubectl(), dir.path(), &path, &["get", "namespace", namespace, "-o", "json"]);
+    let out = run(
+        &kubectl(),
+        dir.path(),
+        &path,
+        &["get", "namespace", namespace, "-o", "json"],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     if out.status.success() {
         let object: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(object["metadata"]["name"], namespace);
         true
     } else {
-        assert!(stderr.contains("NotFound"), "kubectl get namespace {namespace}: {stderr}");
+        assert!(
+            stderr.contains("NotFound"),
+            "kubectl get namespace {namespace}: {stderr}"
+        );
         false
     }
 }
@@ -136,12 +146,17 @@ fn namespace_in_the_same_apply(sim: &SimHandle, source: Source) -> Workspace {
         .terraform(&["apply", "-auto-approve", "-no-color"])
         .expect_success("apply the cluster and the namespace");
     assert!(
-        out.stdout.contains("kubernetes_namespace_v1.apps: Creation complete"),
+        out.stdout
+            .contains("kubernetes_namespace_v1.apps: Creation complete"),
         "{out}"
     );
     assert!(kubectl_sees(&ws, sim, "apps"), "the namespace exists");
     let plan = ws.terraform(&["plan", "-detailed-exitcode", "-no-color"]);
-    assert_eq!(plan.status.code(), Some(0), "a plan after the apply is empty:\n{plan}");
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "a plan after the apply is empty:\n{plan}"
+    );
 
     // Removed from the configuration: deleted through the API.
     ws.write("namespace.tf", "");

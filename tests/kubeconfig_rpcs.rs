@@ -100,7 +100,10 @@ async fn the_ephemeral_resource_is_announced() {
     assert!(attribute("client_key").computed && attribute("client_key").sensitive);
     assert!(attribute("kubeconfig").sensitive);
     for name in ["host", "cluster_ca_certificate", "client_certificate"] {
-        assert!(attribute(name).computed && !attribute(name).sensitive, "{name}");
+        assert!(
+            attribute(name).computed && !attribute(name).sensitive,
+            "{name}"
+        );
     }
     assert!(!schemas.resource_schemas.contains_key(TYPE_NAME));
 }
@@ -175,7 +178,8 @@ async fn open_mints_a_short_lived_admin_certificate_from_the_clusters_ca() {
     assert!(text("client_key").starts_with("-----BEGIN EC PRIVATE KEY-----"));
 
     // The kubeconfig holds the same four values.
-    let credentials = hct::talos::client_config::kubeconfig_credentials(&text("kubeconfig")).unwrap();
+    let credentials =
+        hct::talos::client_config::kubeconfig_credentials(&text("kubeconfig")).unwrap();
     assert_eq!(credentials.host, text("host"));
     assert_eq!(credentials.client_certificate, text("client_certificate"));
     assert_eq!(credentials.client_key, text("client_key"));
@@ -237,7 +241,10 @@ async fn unknown_configuration_is_deferred_when_the_client_allows_it() {
         .unwrap()
         .into_inner();
     assert!(refused.result.is_none() && refused.deferred.is_none());
-    assert_eq!(refused.diagnostics[0].summary, "hct_kubeconfig cannot be opened yet");
+    assert_eq!(
+        refused.diagnostics[0].summary,
+        "hct_kubeconfig cannot be opened yet"
+    );
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ provider "helm" {
     cluster_ca_certificate = ephemeral.hct_kubeconfig.admin.cluster_ca_certificate
     client_certificate     = ephemeral.hct_kubeconfig.admin.client_certificate
     client_key             = ephemeral.hct_kubeconfig.admin.client_key
-    proxy_url              = var.proxy_url # the private network's SOCKS5 proxy, if any
+    proxy_url              = ephemeral.hct_kubeconfig.admin.proxy_url # hct's talos_proxy, or null
   }
 }
 
@@ -20,5 +20,5 @@ provider "kubernetes" {
   cluster_ca_certificate = ephemeral.hct_kubeconfig.admin.cluster_ca_certificate
   client_certificate     = ephemeral.hct_kubeconfig.admin.client_certificate
   client_key             = ephemeral.hct_kubeconfig.admin.client_key
-  proxy_url              = var.proxy_url
+  proxy_url              = ephemeral.hct_kubeconfig.admin.proxy_url
 }

@@ -10,14 +10,22 @@ use crate::tf::{Attribute, Mode, Nesting, Value};
 pub const ATTRIBUTE: &str = "kubernetes_admin";
 
 pub fn attribute() -> Attribute {
-    let part = |name: &str, what: &str| Attribute::computed(name, crate::tf::Type::String).description(what);
+    let part = |name: &str, what: &str| {
+        Attribute::computed(name, crate::tf::Type::String).description(what)
+    };
     Attribute::nested(
         ATTRIBUTE,
         Mode::Computed,
         Nesting::Single,
         vec![
-            part("host", "The Kubernetes API: `https://<first control-plane IP>:6443` (private)."),
-            part("cluster_ca_certificate", "PEM of the cluster's Kubernetes CA certificate."),
+            part(
+                "host",
+                "The Kubernetes API: `https://<first control-plane IP>:6443` (private).",
+            ),
+            part(
+                "cluster_ca_certificate",
+                "PEM of the cluster's Kubernetes CA certificate.",
+            ),
             part(
                 "client_certificate",
                 "PEM of the admin client certificate (`CN=admin, O=system:masters`).",
@@ -43,7 +51,10 @@ pub fn fill(value: &mut Value) {
         Value::String(text) => match client_config::kubeconfig_credentials(text) {
             Some(c) => Value::object([
                 ("host", Value::from(c.host)),
-                ("cluster_ca_certificate", Value::from(c.cluster_ca_certificate)),
+                (
+                    "cluster_ca_certificate",
+                    Value::from(c.cluster_ca_certificate),
+                ),
                 ("client_certificate", Value::from(c.client_certificate)),
                 ("client_key", Value::from(c.client_key)),
             ]),

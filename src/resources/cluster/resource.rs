@@ -102,7 +102,13 @@ impl GroupKind for Cluster {
             .as_str()
             .and_then(|t| model::parse_plan(t).ok())
         else {
-            for name in ["endpoint", NODES, "talosconfig", "kubeconfig", credentials::ATTRIBUTE] {
+            for name in [
+                "endpoint",
+                NODES,
+                "talosconfig",
+                "kubeconfig",
+                credentials::ATTRIBUTE,
+            ] {
                 set(planned, name, Value::Unknown);
             }
             if !parallel {

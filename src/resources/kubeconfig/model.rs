@@ -24,7 +24,8 @@ fn validity(config: &Value) -> Result<Duration, Diagnostic> {
     let Some(text) = config.get("validity").as_str() else {
         return Ok(DEFAULT_VALIDITY);
     };
-    let invalid = |why: String| Diagnostic::error("Invalid validity", why).at(AttrPath::attr("validity"));
+    let invalid =
+        |why: String| Diagnostic::error("Invalid validity", why).at(AttrPath::attr("validity"));
     let parsed = duration::parse(text).map_err(invalid)?;
     if !(MIN_VALIDITY..=MAX_VALIDITY).contains(&parsed) {
         return Err(invalid(format!(

@@ -30,12 +30,13 @@ fn mint(config: &Value, proxy_url: Option<String>) -> Result<Value, Diagnostic> 
         input.validity,
     )
     .map_err(|e| Diagnostic::error("Could not issue the kubeconfig", e.to_string()))?;
-    let credentials = client_config::kubeconfig_credentials(kubeconfig.as_str()).ok_or_else(|| {
-        Diagnostic::error(
-            "Could not issue the kubeconfig",
-            "The kubeconfig hct made has no cluster or user entry. This is a bug in hct.",
-        )
-    })?;
+    let credentials =
+        client_config::kubeconfig_credentials(kubeconfig.as_str()).ok_or_else(|| {
+            Diagnostic::error(
+                "Could not issue the kubeconfig",
+                "The kubeconfig hct made has no cluster or user entry. This is a bug in hct.",
+            )
+        })?;
     info!(
         cluster = %settings.cluster_name,
         validity = %crate::duration::format(input.validity),

@@ -30,22 +30,27 @@ pub fn schema() -> Schema {
                  control plane is up.",
             ),
     )
-    .attribute(Attribute::optional("validity", Type::String).description(format!(
-        "How long the client certificate lasts, e.g. `30m` or `2h`: from {min} to {max} \
+    .attribute(
+        Attribute::optional("validity", Type::String).description(format!(
+            "How long the client certificate lasts, e.g. `30m` or `2h`: from {min} to {max} \
          (default {default}). Long enough for the run that uses it; it is never renewed.",
-        min = duration::format(MIN_VALIDITY),
-        max = duration::format(MAX_VALIDITY),
-        default = duration::format(DEFAULT_VALIDITY),
-    )))
-    .attribute(Attribute::computed("host", Type::String).description(
-        "The Kubernetes API: `https://<first control-plane IP>:6443` (private).",
-    ))
-    .attribute(Attribute::computed("cluster_ca_certificate", Type::String).description(
-        "PEM of the cluster's Kubernetes CA certificate.",
-    ))
-    .attribute(Attribute::computed("client_certificate", Type::String).description(
-        "PEM of the admin client certificate (`CN=admin, O=system:masters`).",
-    ))
+            min = duration::format(MIN_VALIDITY),
+            max = duration::format(MAX_VALIDITY),
+            default = duration::format(DEFAULT_VALIDITY),
+        )),
+    )
+    .attribute(
+        Attribute::computed("host", Type::String)
+            .description("The Kubernetes API: `https://<first control-plane IP>:6443` (private)."),
+    )
+    .attribute(
+        Attribute::computed("cluster_ca_certificate", Type::String)
+            .description("PEM of the cluster's Kubernetes CA certificate."),
+    )
+    .attribute(
+        Attribute::computed("client_certificate", Type::String)
+            .description("PEM of the admin client certificate (`CN=admin, O=system:masters`)."),
+    )
     .attribute(
         Attribute::computed("client_key", Type::String)
             .sensitive()
@@ -62,7 +67,8 @@ pub fn schema() -> Schema {
          carries it as `proxy-url`. Known exactly when the credentials are, which the \
          kubernetes provider needs while the cluster does not exist yet.",
     ))
-    .attribute(Attribute::computed("expires_at", Type::String).description(
-        "When the client certificate expires (RFC 3339, UTC).",
-    ))
+    .attribute(
+        Attribute::computed("expires_at", Type::String)
+            .description("When the client certificate expires (RFC 3339, UTC)."),
+    )
 }

@@ -170,7 +170,8 @@ fn configs_are_due_for_renewal_in_their_last_thirty_days() {
 fn short_lived_kubeconfigs_come_apart_into_provider_credentials() {
     let secrets = testing::fixture_secrets();
     let hour = Duration::from_secs(3600);
-    let config = admin_kubeconfig_valid_for("demo", &reference_plan(), secrets, now(), hour).unwrap();
+    let config =
+        admin_kubeconfig_valid_for("demo", &reference_plan(), secrets, now(), hour).unwrap();
     assert_eq!(config.expires(), now() + hour);
     let credentials = kubeconfig_credentials(config.as_str()).unwrap();
     assert_eq!(credentials.host, "https://10.0.128.17:6443");
@@ -196,7 +197,10 @@ fn short_lived_kubeconfigs_come_apart_into_provider_credentials() {
     );
     assert_eq!(cert.subject().to_string(), "O=system:masters, CN=admin");
     assert!(!format!("{credentials:?}").contains("PRIVATE"));
-    assert_eq!(kubeconfig_credentials("apiVersion: v1\nkind: Config\n"), None);
+    assert_eq!(
+        kubeconfig_credentials("apiVersion: v1\nkind: Config\n"),
+        None
+    );
     let proxied = with_proxy_url(config.as_str(), "socks5://127.0.0.1:1080").unwrap();
     let document = yaml::parse_documents(&proxied).unwrap().remove(0);
     assert_eq!(
