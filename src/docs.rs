@@ -56,6 +56,23 @@ pub fn render(provider: &Provider, examples: &Path) -> std::io::Result<BTreeMap<
             ),
         );
     }
+    for resource in provider.ephemeral_resources() {
+        let name = resource.type_name();
+        let short = name.trim_start_matches("hct_");
+        let example = read_example(
+            &examples.join(format!("ephemeral-resources/{name}/ephemeral-resource.tf")),
+        )?;
+        pages.insert(
+            PathBuf::from(format!("ephemeral-resources/{short}.md")),
+            page(
+                &format!("{name} Ephemeral Resource - hct"),
+                name,
+                &resource.schema(),
+                &example,
+                "Schema",
+            ),
+        );
+    }
     Ok(pages)
 }
 

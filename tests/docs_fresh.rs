@@ -22,6 +22,11 @@ fn every_attribute_is_documented() {
             .data_sources()
             .map(|d| (d.type_name().to_string(), d.schema())),
     );
+    schemas.extend(
+        provider
+            .ephemeral_resources()
+            .map(|r| (r.type_name().to_string(), r.schema())),
+    );
     for (name, schema) in schemas {
         assert!(
             !schema.block.description.is_empty(),

@@ -7,10 +7,12 @@
 //! - `provider_rpcs`: metadata, schemas, the provider block, data sources.
 //! - `resource_rpcs`: managed resources (validate, upgrade, read, plan,
 //!   apply, import).
+//! - `ephemeral_rpcs`: ephemeral resources (validate, open, renew, close).
 //! - `answer`: what they share: the result type, answering with
 //!   diagnostics, stopping on Ctrl-C.
 
 mod answer;
+mod ephemeral_rpcs;
 mod provider_rpcs;
 mod resource_rpcs;
 
@@ -154,30 +156,30 @@ impl provider_server::Provider for ProviderService {
 
     async fn validate_ephemeral_resource_config(
         &self,
-        _: Request<pb::Unsupported>,
-    ) -> RpcResult<pb::Unsupported> {
-        Err(unsupported("ValidateEphemeralResourceConfig"))
+        request: Request<pb::validate_ephemeral_resource_config::Request>,
+    ) -> RpcResult<pb::validate_ephemeral_resource_config::Response> {
+        ephemeral_rpcs::validate_ephemeral_resource_config(&self.provider, request).await
     }
 
     async fn open_ephemeral_resource(
         &self,
-        _: Request<pb::Unsupported>,
-    ) -> RpcResult<pb::Unsupported> {
-        Err(unsupported("OpenEphemeralResource"))
+        request: Request<pb::open_ephemeral_resource::Request>,
+    ) -> RpcResult<pb::open_ephemeral_resource::Response> {
+        ephemeral_rpcs::open_ephemeral_resource(&self.provider, request).await
     }
 
     async fn renew_ephemeral_resource(
         &self,
-        _: Request<pb::Unsupported>,
-    ) -> RpcResult<pb::Unsupported> {
-        Err(unsupported("RenewEphemeralResource"))
+        request: Request<pb::renew_ephemeral_resource::Request>,
+    ) -> RpcResult<pb::renew_ephemeral_resource::Response> {
+        ephemeral_rpcs::renew_ephemeral_resource(&self.provider, request).await
     }
 
     async fn close_ephemeral_resource(
         &self,
-        _: Request<pb::Unsupported>,
-    ) -> RpcResult<pb::Unsupported> {
-        Err(unsupported("CloseEphemeralResource"))
+        request: Request<pb::close_ephemeral_resource::Request>,
+    ) -> RpcResult<pb::close_ephemeral_resource::Response> {
+        ephemeral_rpcs::close_ephemeral_resource(&self.provider, request).await
     }
 
     async fn get_functions(&self, _: Request<pb::Unsupported>) -> RpcResult<pb::Unsupported> {

@@ -4,6 +4,7 @@
 //! resources hct serves is `crate::resources::provider`'s list.
 
 pub mod config;
+pub mod ephemeral;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -15,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::hcloud::{Client, ClientConfig};
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
 pub use config::ProviderConfig;
+pub use ephemeral::{EphemeralResource, Opened};
 
 pub use crate::build_info::{SOURCE_ADDRESS, VERSION};
 
@@ -179,6 +181,7 @@ pub trait Resource: Send + Sync {
 pub struct Provider {
     data_sources: BTreeMap<&'static str, Arc<dyn DataSource>>,
     resources: BTreeMap<&'static str, Arc<dyn Resource>>,
+    ephemeral_resources: BTreeMap<&'static str, Arc<dyn EphemeralResource>>,
     config: RwLock<Option<Arc<ProviderConfig>>>,
     hcloud: RwLock<Option<Client>>,
     stop: Mutex<CancellationToken>,
@@ -192,10 +195,18 @@ impl Provider {
                 .map(|d| (d.type_name(), d))
                 .collect(),
             resources: resources.into_iter().map(|r| (r.type_name(), r)).collect(),
+            ephemeral_resources: BTreeMap::new(),
             config: RwLock::new(None),
             hcloud: RwLock::new(None),
             stop: Mutex::new(CancellationToken::new()),
         }
+    }
+
+    /// Adds ephemeral resources to those served.
+    pub fn with_ephemeral_resources(mut self, resources: Vec<Arc<dyn EphemeralResource>>) -> Self {
+        self.ephemeral_resources
+            .extend(resources.into_iter().map(|r| (r.type_name(), r)));
+        self
     }
 
     pub fn schema(&self) -> Schema {
@@ -208,6 +219,19 @@ impl Provider {
 
     pub fn resources(&self) -> impl Iterator<Item = &Arc<dyn Resource>> {
         self.resources.values()
+    }
+
+    pub fn ephemeral_resources(&self) -> impl Iterator<Item = &Arc<dyn EphemeralResource>> {
+        self.ephemeral_resources.values()
+    }
+
+    pub fn ephemeral_resource(
+        &self,
+        type_name: &str,
+    ) -> Result<&Arc<dyn EphemeralResource>, Diagnostic> {
+        self.ephemeral_resources
+            .get(type_name)
+            .ok_or_else(|| unknown_type("ephemeral resource", type_name))
     }
 
     pub fn data_source(&self, type_name: &str) -> Result<&Arc<dyn DataSource>, Diagnostic> {

@@ -7,12 +7,15 @@
 //! - `cluster_secrets`: `resource "hct_cluster_secrets"` (the secrets and
 //!   settings the cluster and its pools share, made before either).
 //! - `worker_pool`: `resource "hct_worker_pool"`.
+//! - `kubeconfig`: `ephemeral "hct_kubeconfig"` (short-lived admin
+//!   credentials for the helm and kubernetes providers).
 //! - `node_group`: the lifecycle the cluster and pool resources share (the
 //!   node list in state, plan, apply, drift, import); `labels`, `timeouts`
 //!   and `values`: their shared attribute rules and helpers.
 
 pub mod cluster;
 pub mod cluster_secrets;
+pub mod kubeconfig;
 pub mod labels;
 pub mod network_plan;
 pub mod node_group;
@@ -39,4 +42,5 @@ pub fn provider() -> Provider {
             Arc::new(talos_image::TalosImageResource),
         ],
     )
+    .with_ephemeral_resources(vec![Arc::new(kubeconfig::KubeconfigEphemeral)])
 }

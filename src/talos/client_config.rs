@@ -8,7 +8,10 @@
 //!   the Kubernetes CA), as Talos' `kubeconfig` API makes it.
 //!
 //! Both certificates are valid for a year; [`ClientConfig::expires`] says
-//! until when, so they can be renewed in time.
+//! until when, so they can be renewed in time. A kubeconfig of shorter life
+//! ([`admin_kubeconfig_valid_for`]) serves `hct_kubeconfig`, and
+//! [`kubeconfig_credentials`] takes any of them apart into the four values
+//! the helm and kubernetes providers are configured with.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -172,11 +175,22 @@ pub fn admin_kubeconfig_at(
     secrets: &Secrets,
     now: SystemTime,
 ) -> Result<ClientConfig, ClientConfigError> {
+    admin_kubeconfig_valid_for(cluster_name, plan, secrets, now, ADMIN_CERTIFICATE_VALIDITY)
+}
+
+/// An admin kubeconfig issued at `now` whose certificate lasts `validity`.
+pub fn admin_kubeconfig_valid_for(
+    cluster_name: &str,
+    plan: &NetworkPlan,
+    secrets: &Secrets,
+    now: SystemTime,
+    validity: Duration,
+) -> Result<ClientConfig, ClientConfigError> {
     check_cluster_name(cluster_name)?;
     let certificate = issue(
         secrets.kubernetes_ca(),
         "Kubernetes admin",
-        kubernetes_admin(ADMIN_CERTIFICATE_VALIDITY),
+        kubernetes_admin(validity),
         now,
     )?;
     let user = format!("{KUBERNETES_ADMIN_USER}@{cluster_name}");
@@ -208,6 +222,57 @@ pub fn admin_kubeconfig_at(
         contents: yaml::to_string(&[document]),
         expires: certificate.not_after,
     })
+}
+
+/// What a Kubernetes client is configured with, as PEM text: the API
+/// server's URL, the CA its certificate chains to, and the admin's client
+/// certificate and key (secret). Debug output shows the host only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KubeconfigCredentials {
+    pub host: String,
+    pub cluster_ca_certificate: String,
+    pub client_certificate: String,
+    pub client_key: String,
+}
+
+impl fmt::Debug for KubeconfigCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KubeconfigCredentials")
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The credentials of a kubeconfig as hct writes it (the first cluster and
+/// the first user, data inline); None if the text holds no such entries.
+pub fn kubeconfig_credentials(config: &str) -> Option<KubeconfigCredentials> {
+    let document = yaml::parse_documents(config).ok()?.into_iter().next()?;
+    let cluster = document.get("clusters")?.get(0)?.get("cluster")?;
+    let user = document.get("users")?.get(0)?.get("user")?;
+    let pem = |value: &serde_json::Value, key: &str| -> Option<String> {
+        let decoded = STANDARD.decode(value.get(key)?.as_str()?).ok()?;
+        String::from_utf8(decoded).ok()
+    };
+    Some(KubeconfigCredentials {
+        host: cluster.get("server")?.as_str()?.to_string(),
+        cluster_ca_certificate: pem(cluster, "certificate-authority-data")?,
+        client_certificate: pem(user, "client-certificate-data")?,
+        client_key: pem(user, "client-key-data")?,
+    })
+}
+
+/// The kubeconfig with `proxy-url` set on its clusters (a SOCKS5 or HTTP
+/// proxy into the private network, as kubectl reads it); None if the text
+/// is not a kubeconfig.
+pub fn with_proxy_url(config: &str, proxy_url: &str) -> Option<String> {
+    let mut document = yaml::parse_documents(config).ok()?.into_iter().next()?;
+    for cluster in document.get_mut("clusters")?.as_array_mut()? {
+        cluster
+            .get_mut("cluster")?
+            .as_object_mut()?
+            .insert("proxy-url".into(), proxy_url.into());
+    }
+    Some(yaml::to_string(&[document]))
 }
 
 /// A short-lived client certificate for hct's own calls (the talosconfig and

@@ -228,6 +228,17 @@ impl Workspace {
     /// or not, hct's binary is offered in a second filesystem mirror in the
     /// workspace's temp dir (unpacked layout, a symlink).
     pub fn dev_override_with_hcloud(files: &[(&str, &str)], hcloud_mirror: &Path) -> Workspace {
+        Workspace::dev_override_with_mirror(files, hcloud_mirror, &["hetznercloud/hcloud"])
+    }
+
+    /// As [`Workspace::dev_override_with_hcloud`], for any of the providers
+    /// `scripts/ensure-peers` mirrors (`namespace/type`, e.g.
+    /// `hashicorp/kubernetes`).
+    pub fn dev_override_with_mirror(
+        files: &[(&str, &str)],
+        mirror: &Path,
+        providers: &[&str],
+    ) -> Workspace {
         let ws = Workspace::with_cli_config(files, "");
         let hct_mirror = ws.tmp.path().join("hct-mirror");
         let platform = format!(
@@ -246,9 +257,12 @@ impl Workspace {
         std::fs::create_dir_all(&package).expect("create hct mirror");
         std::os::unix::fs::symlink(provider_binary(), package.join("terraform-provider-hct"))
             .expect("link the provider into the hct mirror");
-        let hcloud: Vec<String> = ["registry.terraform.io", "registry.opentofu.org"]
+        let mirrored: Vec<String> = providers
             .iter()
-            .map(|host| hcl_string(format!("{host}/hetznercloud/hcloud")))
+            .flat_map(|provider| {
+                ["registry.terraform.io", "registry.opentofu.org"]
+                    .map(|host| hcl_string(format!("{host}/{provider}")))
+            })
             .collect();
         let config = format!(
             "provider_installation {{\n{}  filesystem_mirror {{\n    path    = {}\n    \
@@ -257,8 +271,8 @@ impl Workspace {
             dev_overrides_block(),
             hcl_string(hct_mirror.to_str().expect("non-UTF-8 temp dir")),
             hcl_string(PROVIDER_SOURCE),
-            hcl_string(hcloud_mirror.to_str().expect("non-UTF-8 mirror path")),
-            hcloud.join(", "),
+            hcl_string(mirror.to_str().expect("non-UTF-8 mirror path")),
+            mirrored.join(", "),
         );
         std::fs::write(&ws.cli_config, config).expect("write CLI config");
         ws

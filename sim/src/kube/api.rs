@@ -195,7 +195,7 @@ fn body(request: &ApiRequest) -> Result<Value, KubeError> {
         .unwrap_or_default()
         .trim();
     if media == super::protobuf::CONTENT_TYPE {
-        return super::protobuf::csr_status(request.body).ok_or_else(|| {
+        return super::protobuf::decode(request.body).ok_or_else(|| {
             KubeError::UnsupportedMediaType("application/json, application/yaml".into())
         });
     }

@@ -1,9 +1,12 @@
 //! Kubernetes' protobuf wire format, as far as the sim reads it: kubectl's
 //! typed clients (`kubectl certificate approve`) send
 //! `application/vnd.kubernetes.protobuf` bodies: the `k8s\0` magic, then a
-//! `runtime.Unknown` (apiVersion and kind, the raw object). Only the
-//! CertificateSigningRequest is decoded, to the fields its `approval` and
-//! `status` subresources take: name, resourceVersion and the conditions.
+//! `runtime.Unknown` (apiVersion and kind, the raw object). Decoded: the
+//! CertificateSigningRequest, to the fields its `approval` and `status`
+//! subresources take (name, resourceVersion and the conditions), and the
+//! Namespace that typed clients create (e.g. HashiCorp's kubernetes
+//! provider): its metadata (name, generateName, labels, annotations,
+//! resourceVersion) and its spec's finalizers.
 
 use serde_json::{Value, json};
 
@@ -93,6 +96,63 @@ fn unwrap(body: &[u8]) -> Option<(String, String, &[u8])> {
     Some((text(&type_meta, 1)?, text(&type_meta, 2)?, raw))
 }
 
+/// A protobuf object the sim reads, as JSON; None for anything else.
+pub fn decode(body: &[u8]) -> Option<Value> {
+    let (api_version, kind, _) = unwrap(body)?;
+    match (api_version.as_str(), kind.as_str()) {
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => csr_status(body),
+        ("v1", "Namespace") => namespace(body),
+        _ => None,
+    }
+}
+
+/// The map entries (key 1, value 2) of a `map<string, string>` field.
+fn string_map(fields: &[(u64, Field<'_>)], number: u64) -> Option<serde_json::Map<String, Value>> {
+    let mut out = serde_json::Map::new();
+    for entry in bytes(fields, number) {
+        let entry = self::fields(entry)?;
+        out.insert(
+            text(&entry, 1).unwrap_or_default(),
+            json!(text(&entry, 2).unwrap_or_default()),
+        );
+    }
+    Some(out)
+}
+
+/// An ObjectMeta, as far as a create takes it.
+fn object_meta(raw: &[u8]) -> Option<Value> {
+    let meta = fields(raw)?;
+    let mut metadata = json!({});
+    for (number, name) in [(1, "name"), (2, "generateName"), (6, "resourceVersion")] {
+        if let Some(value) = text(&meta, number).filter(|v| !v.is_empty()) {
+            metadata[name] = json!(value);
+        }
+    }
+    for (number, name) in [(11, "labels"), (12, "annotations")] {
+        let map = string_map(&meta, number)?;
+        if !map.is_empty() {
+            metadata[name] = Value::Object(map);
+        }
+    }
+    Some(metadata)
+}
+
+fn namespace(body: &[u8]) -> Option<Value> {
+    let (api_version, kind, raw) = unwrap(body)?;
+    let object = fields(raw)?;
+    let metadata = object_meta(bytes(&object, 1).first().copied().unwrap_or_default())?;
+    let spec = fields(bytes(&object, 2).first().copied().unwrap_or_default())?;
+    let finalizers: Vec<String> = bytes(&spec, 1)
+        .into_iter()
+        .filter_map(|b| std::str::from_utf8(b).ok().map(str::to_string))
+        .collect();
+    let mut namespace = json!({"apiVersion": api_version, "kind": kind, "metadata": metadata});
+    if !finalizers.is_empty() {
+        namespace["spec"] = json!({"finalizers": finalizers});
+    }
+    Some(namespace)
+}
+
 /// A protobuf CertificateSigningRequest as the JSON its subresources read;
 /// None for anything else.
 pub fn csr_status(body: &[u8]) -> Option<Value> {
@@ -179,5 +239,26 @@ mod tests {
         );
         assert!(c["lastUpdateTime"].as_str().unwrap().ends_with('Z'));
         assert_eq!(csr_status(b"{}"), None);
+        assert_eq!(decode(&body), Some(csr));
+    }
+
+    #[test]
+    fn reads_a_namespace_create() {
+        let label = [field(1, b"team"), field(2, b"apps")].concat();
+        let meta = [field(1, b"apps"), field(11, &label)].concat();
+        let spec = field(1, b"kubernetes");
+        let raw = [field(1, &meta), field(2, &spec)].concat();
+        let type_meta = [field(1, b"v1"), field(2, b"Namespace")].concat();
+        let mut body = MAGIC.to_vec();
+        body.extend([field(1, &type_meta), field(2, &raw)].concat());
+        assert_eq!(
+            decode(&body).unwrap(),
+            json!({
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": "apps", "labels": {"team": "apps"}},
+                "spec": {"finalizers": ["kubernetes"]},
+            })
+        );
     }
 }

@@ -31,6 +31,12 @@ pub(super) async fn get_metadata(
                 type_name: r.type_name().into(),
             })
             .collect(),
+        ephemeral_resources: provider
+            .ephemeral_resources()
+            .map(|r| pb::get_metadata::EphemeralResourceMetadata {
+                type_name: r.type_name().into(),
+            })
+            .collect(),
     }))
 }
 
@@ -51,6 +57,10 @@ pub(super) async fn get_provider_schema(
         diagnostics: vec![],
         provider_meta: None,
         server_capabilities: Some(capabilities()),
+        ephemeral_resource_schemas: provider
+            .ephemeral_resources()
+            .map(|r| (r.type_name().to_string(), convert::schema(&r.schema())))
+            .collect(),
     }))
 }
 

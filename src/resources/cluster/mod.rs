@@ -5,11 +5,13 @@
 //! - `model`: checks without API calls, and decoding the configuration into
 //!   the settings and group spec the cluster runbook works from.
 //! - `resource`: plan, apply, read (drift), import, destroy.
+//! - `credentials`: `kubernetes_admin`, the kubeconfig taken apart.
 //! - `settings_schema` and `settings_plan`: the cluster-wide settings
 //!   (what `worker_join` carries) as attributes, their defaults and the
 //!   changes they cannot take, shared with `hct_cluster_secrets`; copied
 //!   from `worker_join` in the parallel form.
 
+mod credentials;
 mod kubernetes;
 pub(crate) mod model;
 mod resource;

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use tracing::info;
 
+use super::credentials;
 use super::kubernetes;
 use super::model::{self, attr, control_plane_attr};
 use super::schema;
@@ -101,7 +102,13 @@ impl GroupKind for Cluster {
             .as_str()
             .and_then(|t| model::parse_plan(t).ok())
         else {
-            for name in ["endpoint", NODES, "talosconfig", "kubeconfig"] {
+            for name in [
+                "endpoint",
+                NODES,
+                "talosconfig",
+                "kubeconfig",
+                credentials::ATTRIBUTE,
+            ] {
                 set(planned, name, Value::Unknown);
             }
             if !parallel {
@@ -277,6 +284,7 @@ impl GroupKind for Cluster {
                 cp.insert(name.into(), value);
             }
         }
+        credentials::fill(&mut state);
         Some(state)
     }
 
@@ -342,6 +350,7 @@ fn plan_client_configs(prior: &Value, planned: &mut Value) {
         };
         set(planned, name, value);
     }
+    credentials::fill(planned);
 }
 
 /// Changes hct cannot make in place: replacements, or errors that say what
@@ -402,6 +411,7 @@ fn finish_state(state: &mut Value, settings: &ClusterSettings) -> Result<(), Dia
         .map_err(issue_error)?;
         set(state, "kubeconfig", Value::from(kubeconfig.into_string()));
     }
+    credentials::fill(state);
     Ok(())
 }
 

@@ -115,5 +115,6 @@ pub fn schema() -> Schema {
         "Admin kubeconfig (`system:masters`, valid a year; a plan in its last 30 days issues it \
          again) for the private endpoint.",
     ))
+    .attribute(super::credentials::attribute())
     .block(timeouts::block())
 }

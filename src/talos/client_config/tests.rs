@@ -165,3 +165,47 @@ fn configs_are_due_for_renewal_in_their_last_thirty_days() {
     }
     assert!(!due_for_renewal("not: a config", issued));
 }
+
+#[test]
+fn short_lived_kubeconfigs_come_apart_into_provider_credentials() {
+    let secrets = testing::fixture_secrets();
+    let hour = Duration::from_secs(3600);
+    let config =
+        admin_kubeconfig_valid_for("demo", &reference_plan(), secrets, now(), hour).unwrap();
+    assert_eq!(config.expires(), now() + hour);
+    let credentials = kubeconfig_credentials(config.as_str()).unwrap();
+    assert_eq!(credentials.host, "https://10.0.128.17:6443");
+    assert_eq!(
+        credentials.cluster_ca_certificate,
+        secrets.kubernetes_ca().certificate_pem()
+    );
+    assert_eq!(
+        crate::talos::pki::certificate_not_after(&credentials.client_certificate).unwrap(),
+        now() + hour
+    );
+    let key = PrivateKeyPem::parse(&credentials.client_key)
+        .unwrap()
+        .signing_key()
+        .unwrap();
+    let cert_der = ::pem::parse(&credentials.client_certificate)
+        .unwrap()
+        .into_contents();
+    let cert = parse_certificate(&cert_der).unwrap();
+    assert_eq!(
+        cert.public_key().subject_public_key.data.as_ref(),
+        key.public_key_raw()
+    );
+    assert_eq!(cert.subject().to_string(), "O=system:masters, CN=admin");
+    assert!(!format!("{credentials:?}").contains("PRIVATE"));
+    assert_eq!(
+        kubeconfig_credentials("apiVersion: v1\nkind: Config\n"),
+        None
+    );
+    let proxied = with_proxy_url(config.as_str(), "socks5://127.0.0.1:1080").unwrap();
+    let document = yaml::parse_documents(&proxied).unwrap().remove(0);
+    assert_eq!(
+        document["clusters"][0]["cluster"]["proxy-url"],
+        "socks5://127.0.0.1:1080"
+    );
+    assert_eq!(kubeconfig_credentials(&proxied), Some(credentials));
+}
