@@ -4,12 +4,16 @@
 //! - `schema`: attributes and their documentation.
 //! - `model`: checks without API calls, and decoding the configuration into
 //!   the settings and group spec the cluster runbook works from.
+//! - `addons`: the switches of hct's own add-ons, and the inline manifests
+//!   they add to.
+//! - `kubernetes`: what is done through the Kubernetes API after an apply.
 //! - `resource`: plan, apply, read (drift), import, destroy.
 //! - `settings_schema` and `settings_plan`: the cluster-wide settings
 //!   (what `worker_join` carries) as attributes, their defaults and the
 //!   changes they cannot take, shared with `hct_cluster_secrets`; copied
 //!   from `worker_join` in the parallel form.
 
+mod addons;
 mod kubernetes;
 pub(crate) mod model;
 mod resource;

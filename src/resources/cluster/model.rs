@@ -4,6 +4,7 @@
 
 use super::settings_schema::{REQUIRED_SETTINGS, SETTINGS};
 use crate::cluster::GroupSpec;
+use crate::cluster::addons;
 use crate::cluster::kube_api::manifests;
 use crate::cluster::preflight::{self, Paths};
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
@@ -242,6 +243,19 @@ fn validate_manifests(list: &Value) -> Diagnostics {
                     .at(at.clone().attr_of("name")),
                 );
             }
+            if name == addons::APPROVER_MANIFEST {
+                found.push(
+                    Diagnostic::error(
+                        "Reserved bootstrap manifest name",
+                        format!(
+                            "{name:?} is the name of hct's own CSR approver manifest; name yours \
+                             differently (or set kubelet_serving_cert_approval = false and keep \
+                             your own approver under another name)."
+                        ),
+                    )
+                    .at(at.clone().attr_of("name")),
+                );
+            }
             names.push(name);
         }
         if let Some(contents) = manifest.get("contents").as_str()
@@ -432,7 +446,7 @@ pub fn control_plane_group(value: &Value) -> GroupSpec {
         control_plane_attr("location"),
         NodeTraits {
             config_patches: string_list(value.get("config_patches")),
-            inline_manifests: bootstrap_manifests(value),
+            inline_manifests: super::addons::inline_manifests(value),
             ..NodeTraits::default()
         },
     )

@@ -36,6 +36,7 @@ use std::fmt;
 use serde_json::json;
 
 pub use contract::Contract;
+pub(crate) use machine::KUBE_PRISM_PORT;
 pub(crate) use contract::check_kubernetes_supported;
 pub use fingerprint::config_sha256;
 pub(crate) use input::is_cluster_name;
