@@ -124,7 +124,9 @@ fn hcloud_secret(k: &Kubectl) -> (String, String) {
     use base64::Engine;
     let secret = k.json(&["get", "secret", "hcloud", "-n", "kube-system"]);
     let field = |name: &str| {
-        let text = secret["data"][name].as_str().unwrap_or_else(|| panic!("{secret:#}"));
+        let text = secret["data"][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("{secret:#}"));
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text)
             .unwrap();
@@ -187,14 +189,23 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
                 .any(|c| c["type"] == "Approved" && c["status"] == "True");
             assert!(approved, "{csr:#}");
         }
-        let approver = k.json(&["get", "deployment", "kubelet-csr-approver", "-n", "kube-system"]);
+        let approver = k.json(&[
+            "get",
+            "deployment",
+            "kubelet-csr-approver",
+            "-n",
+            "kube-system",
+        ]);
         let image = approver["spec"]["template"]["spec"]["containers"][0]["image"]
             .as_str()
             .unwrap();
         assert!(image.contains("@sha256:"), "pinned: {image}");
         // The hcloud Secret: the provider's token by default, the network id.
         let network = support::sim::seeded_network(&sim).to_string();
-        assert_eq!(hcloud_secret(&k), (sim.token().to_string(), network.clone()));
+        assert_eq!(
+            hcloud_secret(&k),
+            (sim.token().to_string(), network.clone())
+        );
         let cluster = resource_values(&ws, "hct_cluster.this");
         assert_eq!(cluster["kubernetes_synced"], true);
         assert_eq!(

@@ -209,10 +209,7 @@ mod tests {
         assert_eq!(regex.matches('|').count() + 1, nodes.len());
         assert_eq!(nodes.len(), 9);
         assert!(regex.contains("|demo-general-3|"), "{regex}");
-        assert_eq!(
-            env("PROVIDER_IP_PREFIXES").split(',').count(),
-            nodes.len()
-        );
+        assert_eq!(env("PROVIDER_IP_PREFIXES").split(',').count(), nodes.len());
         assert_eq!(env("SKIP_DENY_STEP"), "true");
         let manifest = approver_manifest("demo", &plan);
         let parsed = crate::cluster::kube_api::manifests::objects(&manifest).unwrap();

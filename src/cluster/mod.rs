@@ -30,8 +30,8 @@
 //! - `wait`: retrying with progress logs, timeouts and Ctrl-C.
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
-pub mod bring_up;
 pub mod addons;
+pub mod bring_up;
 pub mod budget;
 pub mod control_plane;
 mod converge;

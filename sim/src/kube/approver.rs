@@ -245,7 +245,9 @@ pub fn run(store: &mut ClusterStore, hosted: bool) {
                 &mut updated,
                 "Denied",
                 "kubelet-serving cert denied",
-                &format!("CSR not complying with kubelet-csr-approver validation process. Reason: {why}"),
+                &format!(
+                    "CSR not complying with kubelet-csr-approver validation process. Reason: {why}"
+                ),
                 &now,
             ),
             Verdict::Ignore => continue,

@@ -130,7 +130,9 @@ fn foreign_names_ips_and_requesters_stay_pending() {
     for (n, request) in [foreign_ip, foreign_name, other].into_iter().enumerate() {
         let mut request = request;
         request["metadata"]["name"] = json!(format!("csr-{n}"));
-        store.create(&csrs_resource, "", request, "kubelet").unwrap();
+        store
+            .create(&csrs_resource, "", request, "kubelet")
+            .unwrap();
     }
     run(&mut store, true);
     let all = csrs(&store);
@@ -149,7 +151,11 @@ fn defaults_and_denials_follow_the_approvers_own() {
         Verdict::Deny(_)
     ));
     let ip_only = with_request(csr::kubelet_csr("c-w-1", ip), "c-w-1", &[], &[ip]);
-    assert_eq!(rule.verdict(&ip_only), Verdict::Approve, "any IP by default");
+    assert_eq!(
+        rule.verdict(&ip_only),
+        Verdict::Approve,
+        "any IP by default"
+    );
     // Denied (no SKIP_DENY_STEP): a Denied condition is written.
     let mut store = store_with(Some(approver(&[])));
     nodes::sync(&mut store, &[fact("c-cp-1", "10.0.128.17", true)]);
@@ -160,7 +166,10 @@ fn defaults_and_denials_follow_the_approvers_own() {
     flagged["spec"]["template"]["spec"]["containers"][0]["args"] =
         json!(["-provider-regex", "^c-w-1$", "-bypass-dns-resolution"]);
     let rule = Rule::of(&flagged["spec"]["template"]["spec"]["containers"][0]).unwrap();
-    assert_eq!(rule.verdict(&csr::kubelet_csr("c-w-1", ip)), Verdict::Approve);
+    assert_eq!(
+        rule.verdict(&csr::kubelet_csr("c-w-1", ip)),
+        Verdict::Approve
+    );
     let broken = approver(&[("PROVIDER_REGEX", "(")]);
     assert!(Rule::of(&broken["spec"]["template"]["spec"]["containers"][0]).is_none());
 }

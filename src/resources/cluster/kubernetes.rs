@@ -55,7 +55,16 @@ pub async fn finish(
     outcome: &mut Outcome,
 ) {
     let synced = !outcome.diagnostics.has_errors()
-        && match converge(ctx, prior, state, settings, &outcome.nodes, &outcome.deadline).await {
+        && match converge(
+            ctx,
+            prior,
+            state,
+            settings,
+            &outcome.nodes,
+            &outcome.deadline,
+        )
+        .await
+        {
             Ok(()) => true,
             Err(diagnostic) => {
                 outcome.diagnostics.push(diagnostic);
@@ -95,7 +104,7 @@ fn own_objects(
         apply: Vec::new(),
         delete: Vec::new(),
     };
-    if let Some(approver) = switches::approver_manifest(state) {
+    if let Some(approver) = model::approver_manifest(state) {
         if now.csr_approval {
             own.apply.push(approver);
         } else if was_on(|a| a.csr_approval) {

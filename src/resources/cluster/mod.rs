@@ -4,8 +4,7 @@
 //! - `schema`: attributes and their documentation.
 //! - `model`: checks without API calls, and decoding the configuration into
 //!   the settings and group spec the cluster runbook works from.
-//! - `addons`: the switches of hct's own add-ons, and the inline manifests
-//!   they add to.
+//! - `addons`: the switches of hct's own add-ons.
 //! - `kubernetes`: what is done through the Kubernetes API after an apply.
 //! - `resource`: plan, apply, read (drift), import, destroy.
 //! - `settings_schema` and `settings_plan`: the cluster-wide settings

@@ -446,10 +446,26 @@ pub fn control_plane_group(value: &Value) -> GroupSpec {
         control_plane_attr("location"),
         NodeTraits {
             config_patches: string_list(value.get("config_patches")),
-            inline_manifests: super::addons::inline_manifests(value),
+            inline_manifests: inline_manifests(value),
             ..NodeTraits::default()
         },
     )
+}
+
+/// hct's approver as a manifest (name, contents), for the plan's nodes.
+pub fn approver_manifest(value: &Value) -> Option<(String, String)> {
+    let plan = parse_plan(text(value, "network_plan")).ok()?;
+    let contents = addons::approver_manifest(text(value, "name"), &plan);
+    Some((addons::APPROVER_MANIFEST.to_string(), contents))
+}
+
+/// `cluster.inlineManifests`: the bootstrap manifests, then the approver.
+fn inline_manifests(value: &Value) -> Vec<(String, String)> {
+    let mut out = bootstrap_manifests(value);
+    if super::addons::addons(value).csr_approval {
+        out.extend(approver_manifest(value));
+    }
+    out
 }
 
 /// `config_delivery = "user_data"` (set, or kept from the state of a cluster
