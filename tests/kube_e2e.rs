@@ -3,8 +3,11 @@
 //! manifest) by a real Terraform or OpenTofu against hct-sim, then checked
 //! with the real kubectl through the sim's proxy: Talos created the
 //! manifests' objects at bootstrap, and apply returned with all nine nodes
-//! Ready. A changed manifest is applied (server-side apply, field manager
-//! `hct`) and a removed one pruned; a plan after each apply is empty.
+//! Ready, every kubelet-serving CSR approved by hct's approver, and the
+//! `hcloud` Secret holding the token and the network id. A changed
+//! manifest is applied (server-side apply, field manager `hct`) and a
+//! removed one pruned; a new `ccm_token` updates the Secret; a plan after
+//! each apply is empty.
 //!
 //! A `kubernetes_version` upgrade goes like `talosctl upgrade-k8s`: the
 //! control-plane components node by node, then the kubelets node by node,
@@ -126,6 +129,22 @@ impl Kubectl<'_> {
     }
 }
 
+/// The `hcloud` Secret's token and network, decoded.
+fn hcloud_secret(k: &Kubectl) -> (String, String) {
+    use base64::Engine;
+    let secret = k.json(&["get", "secret", "hcloud", "-n", "kube-system"]);
+    let field = |name: &str| {
+        let text = secret["data"][name]
+            .as_str()
+            .unwrap_or_else(|| panic!("{secret:#}"));
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .unwrap();
+        String::from_utf8(bytes).unwrap()
+    };
+    (field("token"), field("network"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
     let binary = kubectl();
@@ -167,7 +186,38 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
                 .unwrap();
             assert_eq!(ready["status"], "True", "{node:#}");
         }
+        // hct's approver approved every node's kubelet-serving CSR.
+        let csrs = k.json(&["get", "csr"]);
+        let csrs = csrs["items"].as_array().unwrap();
+        assert_eq!(csrs.len(), 9, "one per node");
+        for csr in csrs {
+            assert_eq!(csr["spec"]["signerName"], "kubernetes.io/kubelet-serving");
+            let approved = csr["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Approved" && c["status"] == "True");
+            assert!(approved, "{csr:#}");
+        }
+        let approver = k.json(&[
+            "get",
+            "deployment",
+            "kubelet-csr-approver",
+            "-n",
+            "kube-system",
+        ]);
+        let image = approver["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap();
+        assert!(image.contains("@sha256:"), "pinned: {image}");
+        // The hcloud Secret: the provider's token by default, the network id.
+        let network = support::sim::seeded_network(&sim).to_string();
+        assert_eq!(
+            hcloud_secret(&k),
+            (sim.token().to_string(), network.clone())
+        );
         let cluster = resource_values(&ws, "hct_cluster.this");
+        assert_eq!(cluster["kubernetes_synced"], true);
         assert_eq!(
             cluster["bootstrap_manifest_objects"],
             json!({
@@ -217,6 +267,14 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
         let ds = k.json(&["get", "daemonset", "cilium", "-n", "kube-system"]);
         assert_eq!(ds["metadata"]["name"], "cilium", "kept");
         plan_is_empty(&ws, "the change");
+
+        // A new ccm_token updates the Secret.
+        let token = "c".repeat(64);
+        ws.write("ccm.auto.tfvars", &format!("ccm_token = \"{token}\"\n"));
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply a new ccm_token");
+        assert_eq!(hcloud_secret(&k), (token, network));
+        plan_is_empty(&ws, "the new token");
     });
     sim.shutdown().await.unwrap();
 }

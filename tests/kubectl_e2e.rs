@@ -25,6 +25,13 @@ async fn kubectl_reaches_every_control_plane_through_the_proxy() {
     let kubectl = kubectl();
     let sim = support::sim::start().await;
     let ws = workspace(&sim);
+    // No CNI and no approver: kubectl itself makes the nodes Ready and
+    // approves a CSR here.
+    ws.write(
+        "bare_override.tf",
+        "resource \"hct_cluster\" \"this\" {\n  bootstrap_manifests = []\n  \
+         kubelet_serving_cert_approval = false\n}\n",
+    );
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
@@ -134,6 +141,13 @@ async fn kubectl_sees_nodes_applies_approves_and_deletes() {
     let kubectl = kubectl();
     let sim = support::sim::start().await;
     let ws = workspace(&sim);
+    // No CNI and no approver: kubectl itself makes the nodes Ready and
+    // approves a CSR here.
+    ws.write(
+        "bare_override.tf",
+        "resource \"hct_cluster\" \"this\" {\n  bootstrap_manifests = []\n  \
+         kubelet_serving_cert_approval = false\n}\n",
+    );
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");

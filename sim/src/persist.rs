@@ -1,5 +1,7 @@
 //! `--state FILE`: the world is loaded at start, saved shortly after it
-//! changes and once more at shutdown. Writes go to a temporary file that
+//! changes and once more at shutdown; with it the Talos nodes' disks
+//! (`talos_disks`, by server id), which the world's own serialization
+//! (also behind `/_sim/state`) leaves out because they hold secrets. Writes go to a temporary file that
 //! replaces the old one, so a crash never leaves half a state behind.
 
 use std::path::Path;
@@ -9,8 +11,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::warn;
 
+use std::collections::BTreeMap;
+
+use crate::Id;
 use crate::app::AppState;
 use crate::state::World;
+use crate::talos::node::SavedDisk;
 
 const SAVE_EVERY: Duration = Duration::from_millis(500);
 
@@ -45,18 +51,39 @@ pub fn load(path: &Path) -> Result<Option<World>, PersistError> {
             });
         }
     };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|source| PersistError::Parse {
-            path: path.display().to_string(),
-            source,
-        })
+    let parse_error = |source| PersistError::Parse {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut saved: serde_json::Value = serde_json::from_str(&text).map_err(parse_error)?;
+    let disks = saved
+        .as_object_mut()
+        .and_then(|o| o.remove(TALOS_DISKS))
+        .unwrap_or_default();
+    let mut world: World = serde_json::from_value(saved).map_err(parse_error)?;
+    let disks: BTreeMap<Id, SavedDisk> = serde_json::from_value(disks).unwrap_or_default();
+    for (id, disk) in disks {
+        if let Some(talos) = world.servers.get_mut(&id).and_then(|s| s.talos.as_mut()) {
+            let running = crate::talos::lifecycle::running_version(talos);
+            talos.node.disk = disk.restore(running.as_ref());
+        }
+    }
+    Ok(Some(world))
 }
+
+const TALOS_DISKS: &str = "talos_disks";
 
 pub fn save(sim: &AppState, path: &Path) -> Result<(), PersistError> {
     let text = {
         let world = sim.world();
-        serde_json::to_string_pretty(&*world).unwrap_or_default()
+        let mut saved = serde_json::to_value(&*world).unwrap_or_default();
+        let disks: BTreeMap<Id, SavedDisk> = world
+            .servers
+            .iter()
+            .filter_map(|(id, s)| Some((*id, SavedDisk::of(&s.talos.as_ref()?.node.disk))))
+            .collect();
+        saved[TALOS_DISKS] = serde_json::to_value(disks).unwrap_or_default();
+        serde_json::to_string_pretty(&saved).unwrap_or_default()
     };
     let write = |source| PersistError::Write {
         path: path.display().to_string(),

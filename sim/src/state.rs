@@ -91,9 +91,9 @@ pub struct World {
     next_id: IdCounters,
     #[serde(skip)]
     pub config: WorldConfig,
-    /// The Kubernetes objects of each cluster; like the nodes' disks (etcd)
-    /// not saved.
-    #[serde(skip)]
+    /// The Kubernetes objects of each cluster (what etcd holds), saved
+    /// with the world so a restarted emulator serves them again.
+    #[serde(default)]
     pub kube: crate::kube::Stores,
     /// Events since the owner last drained them.
     #[serde(skip)]

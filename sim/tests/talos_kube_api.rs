@@ -313,3 +313,69 @@ async fn apiserver_down_faults_and_power_offs() {
     assert_ne!(socks5(sim.proxy_addr(), ip, KUBE_API).await.0, 0);
     sim.shutdown().await.unwrap();
 }
+
+/// The names of the cluster's CSRs, as the API server lists them.
+async fn csr_names(sim: &SimHandle, ip: Ipv4Addr, config: ClientConfig) -> Vec<String> {
+    let (status, body) = get(
+        sim,
+        ip,
+        config,
+        "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let list: serde_json::Value = serde_json::from_str(&body).unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["metadata"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_restarted_sim_serves_the_saved_cluster_and_its_objects() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let options = hct_sim::SimOptions {
+        state_file: Some(dir.path().join("state.json")),
+        ..hct_sim::SimOptions::seeded_fast()
+    };
+    let sim = hct_sim::Sim::start(options.clone()).await.unwrap();
+    let cluster = SampleCluster::generate("sim", "https://api.sim.internal:6443").unwrap();
+    let config = cluster.machine_config(&SampleNode::new(true, "v1.12.6", GATEWAY));
+    let cp = configured_server(&sim, "cp-1", &config).await;
+    until("apid serves the configured node", || {
+        endpoint(&sim, cp, APID).is_some()
+    })
+    .await;
+    bootstrap(&sim, cp);
+    until("the API server listens", || {
+        endpoint(&sim, cp, KUBE_API).is_some()
+    })
+    .await;
+    let ip = private_ip(&sim, cp);
+    let ca = &cluster.kubernetes_ca.certificate;
+    let admin = cluster.kubernetes_admin().unwrap();
+    let trusted = || client_config(ca, Some(&admin));
+    let before = csr_names(&sim, ip, trusted()).await;
+    assert_eq!(before.len(), 1, "the kubelet's serving CSR");
+    sim.shutdown().await.unwrap();
+
+    let again = hct_sim::Sim::start(options).await.unwrap();
+    until("the API server is back", || {
+        endpoint(&again, cp, KUBE_API).is_some()
+    })
+    .await;
+    assert_eq!(
+        get(&again, ip, trusted(), "/readyz").await,
+        (200, "ok".into()),
+        "etcd came back with the node's disk"
+    );
+    assert_eq!(
+        csr_names(&again, ip, trusted()).await,
+        before,
+        "the same objects, not new ones"
+    );
+    again.shutdown().await.unwrap();
+}

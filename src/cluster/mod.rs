@@ -3,6 +3,8 @@
 //! rather than Terraform values, so it reads as the runbook it automates.
 //!
 //! Where things live:
+//! - `addons`: hct's own manifests (the kubelet-serving CSR approver, the
+//!   `hcloud` Secret), rendered from the plan.
 //! - `naming`: server and placement-group names, and the labels that mark
 //!   what hct owns (how reruns adopt instead of duplicating).
 //! - `slots`: which nodes a group should have, from the network plan.
@@ -30,6 +32,7 @@
 //! - `wait`: retrying with progress logs, timeouts and Ctrl-C.
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
+pub mod addons;
 pub mod bring_up;
 pub mod budget;
 pub mod control_plane;

@@ -10,6 +10,8 @@
 //! - `apply`: server-side apply with field managers and conflicts;
 //! - `nodes`: Node objects, the CNI rule for `Ready`, static pods;
 //! - `csr`: kubelet serving CertificateSigningRequests and their approval;
+//! - `approver`: an in-cluster CSR approver (kubelet-csr-approver) run on
+//!   them, by the settings of its stored Deployment;
 //! - `api`: the REST paths, mapped onto the store;
 //! - `manifests`: multi-document YAML, Talos' create-if-absent bootstrap;
 //! - `openapi`: the OpenAPI v3 index kubectl checks for server-side
@@ -23,6 +25,7 @@
 
 pub mod api;
 pub mod apply;
+pub mod approver;
 pub mod csr;
 pub mod fields;
 pub mod kinds;

@@ -1,7 +1,8 @@
 //! What the kubelets and the control plane's static pods put in the store:
 //! a Node per node whose kubelet registered (named as the node, its
 //! private IP as InternalIP, its kubelet's version), a kubelet-serving CSR
-//! when it first registers, and the mirror pods `kube-apiserver-<node>`,
+//! when it first registers (which a stored approver may approve, see
+//! `approver`), and the mirror pods `kube-apiserver-<node>`,
 //! `kube-controller-manager-<node>`, `kube-scheduler-<node>` of each
 //! control plane in `kube-system`.
 //!
@@ -147,6 +148,8 @@ pub fn sync(store: &mut ClusterStore, facts: &[NodeFacts]) {
             }
         }
     }
+    let hosted = facts.iter().any(|f| f.control_plane && f.kubelet_running);
+    super::approver::run(store, hosted);
 }
 
 /// The node's InternalIP, as registered.

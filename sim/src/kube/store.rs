@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::kinds::{self, Resource};
@@ -18,8 +19,9 @@ use crate::labels::{Labels, Selector};
 pub const INITIAL_NAMESPACES: [&str; 4] =
     ["default", "kube-node-lease", "kube-public", "kube-system"];
 
-/// The stores of all clusters, by `cluster.id`.
-#[derive(Debug, Default)]
+/// The stores of all clusters, by `cluster.id`; saved with the world
+/// (`--state`), as etcd keeps them across restarts.
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Stores {
     clusters: BTreeMap<String, ClusterStore>,
 }
@@ -50,8 +52,9 @@ impl Stores {
 /// cluster-scoped objects), name.
 pub type ObjectKey = (String, String, String);
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct ClusterStore {
+    #[serde(with = "keyed_list")]
     objects: BTreeMap<ObjectKey, Value>,
     revision: u64,
     /// When the store's clock stands (unix seconds): the time of the last
@@ -440,4 +443,29 @@ pub fn uid() -> String {
         &hex[17..20],
         &hex[20..32]
     )
+}
+
+/// The objects as a list of `[key, object]` pairs: JSON has no tuple keys.
+mod keyed_list {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    use super::ObjectKey;
+
+    pub fn serialize<S: Serializer>(
+        objects: &BTreeMap<ObjectKey, Value>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        objects.iter().collect::<Vec<_>>().serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<ObjectKey, Value>, D::Error> {
+        Ok(Vec::<(ObjectKey, Value)>::deserialize(deserializer)?
+            .into_iter()
+            .collect())
+    }
 }

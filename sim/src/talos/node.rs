@@ -1,8 +1,10 @@
 //! What one emulated Talos node is: what its disk holds, what it is doing
 //! now, and the summary that `GET /_sim/state` shows (never a secret).
 //!
-//! The disk and the runtime are not saved with the world: a sim started
-//! from a state file boots its nodes anew, from their user data.
+//! The runtime is not saved with the world: a sim started from a state
+//! file boots its nodes anew. The disk is saved apart (`SavedDisk`, by
+//! `persist`, never in `/_sim/state`, as it holds the machine config's
+//! secrets), so the nodes boot from the config they had, etcd included.
 
 use std::net::Ipv4Addr;
 
@@ -193,5 +195,54 @@ impl NodeState {
             ..Disk::default()
         };
         self.run.trial = None;
+    }
+}
+
+/// A disk as `--state` saves it: the configs as applied (re-parsed at
+/// load), the release to boot next, the etcd membership.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SavedDisk {
+    pub config: Option<String>,
+    pub staged: Option<String>,
+    pub next_version: Option<String>,
+    pub etcd_founder: bool,
+    pub etcd_member: Option<(u64, String)>,
+}
+
+impl SavedDisk {
+    pub fn of(disk: &Disk) -> Self {
+        Self {
+            config: disk.config.as_ref().map(|c| c.text.expose().to_string()),
+            staged: disk.staged.as_ref().map(|c| c.text.expose().to_string()),
+            next_version: disk.next_version.as_ref().map(ToString::to_string),
+            etcd_founder: disk.etcd.founder,
+            etcd_member: disk
+                .etcd
+                .member
+                .as_ref()
+                .map(|m| (m.id, m.hostname.clone())),
+        }
+    }
+
+    /// The disk back, its configs parsed for the release `running`; a
+    /// config that no longer parses is dropped (the node boots as without).
+    pub fn restore(&self, running: Option<&TalosVersion>) -> Disk {
+        let parse = |text: &Option<String>| {
+            text.as_deref()
+                .and_then(|t| super::config::parse(t, running).ok())
+        };
+        Disk {
+            config: parse(&self.config),
+            staged: parse(&self.staged),
+            next_version: self.next_version.as_deref().and_then(|v| v.parse().ok()),
+            etcd: EtcdData {
+                founder: self.etcd_founder,
+                member: self.etcd_member.as_ref().map(|(id, hostname)| EtcdMember {
+                    id: *id,
+                    hostname: hostname.clone(),
+                }),
+            },
+        }
     }
 }

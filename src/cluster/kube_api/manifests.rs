@@ -12,6 +12,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::KubeApi;
+use crate::cluster::wait::Deadline;
 
 /// The field manager of hct's server-side applies.
 pub const FIELD_MANAGER: &str = "hct";
@@ -190,18 +191,25 @@ impl Mapper {
     }
 }
 
+/// How long to wait between passes over objects whose kind the API server
+/// does not serve yet (a CRD just applied takes a moment to be served).
+const UNSERVED_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Applies the objects of `manifests` (name, contents) with server-side
 /// apply, namespaces and CRDs first, then deletes `stale` (a 404 is fine:
-/// gone already). With `adopt` (right after bootstrap), hct also takes
-/// sole ownership of what Talos created: the create's `Update` entries in
-/// `managedFields` go, so a field hct later stops applying is removed
-/// instead of staying with Talos. Err names the object and the API
-/// server's reason.
+/// gone already). An object whose kind is not served yet (its CRD was just
+/// applied) is tried again, with progress logged, until `deadline`; Ctrl-C
+/// stops the sync between objects. With `adopt` (right after bootstrap),
+/// hct also takes sole ownership of what Talos created: the create's
+/// `Update` entries in `managedFields` go, so a field hct later stops
+/// applying is removed instead of staying with Talos. Err names the object
+/// and the API server's reason.
 pub async fn sync(
     api: &KubeApi<'_>,
     manifests: &[(String, String)],
     stale: &[ObjectRef],
     adopt: bool,
+    deadline: &Deadline,
 ) -> Result<(), String> {
     let mut mapper = Mapper::default();
     let mut objects = Vec::new();
@@ -216,35 +224,56 @@ pub async fn sync(
         _ => 2,
     };
     objects.sort_by_key(|(_, o)| rank(o));
-    for (manifest, object) in &objects {
-        let Some(id) = ObjectRef::of(object) else {
-            continue;
-        };
-        let path = mapper.path(api, &id).await?.ok_or_else(|| {
-            format!(
-                "manifest {manifest}: the API server serves no {} in {}",
-                id.kind, id.api_version
-            )
-        })?;
-        let query = format!("{path}?fieldManager={FIELD_MANAGER}&force=true");
-        let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
-        let answer = api
-            .call("PATCH", &query, Some("application/apply-patch+yaml"), &body)
-            .await?;
-        if !matches!(answer.status, 200 | 201) {
+    let mut pending: Vec<&(String, Value)> = objects.iter().collect();
+    let started = std::time::Instant::now();
+    for pass in 1.. {
+        let mut unserved = Vec::new();
+        for entry in pending {
+            stopped(deadline)?;
+            let (manifest, object) = entry;
+            let Some(id) = ObjectRef::of(object) else {
+                continue;
+            };
+            let Some(path) = mapper.path(api, &id).await? else {
+                unserved.push(entry);
+                continue;
+            };
+            apply_one(api, manifest, &id, &path, object, adopt).await?;
+        }
+        if unserved.is_empty() {
+            break;
+        }
+        let names: Vec<String> = unserved
+            .iter()
+            .filter_map(|(m, o)| ObjectRef::of(o).map(|id| format!("{m}: {id}")))
+            .collect();
+        if deadline.is_past() {
             return Err(format!(
-                "manifest {manifest}: applying {id}: HTTP {}: {}",
-                answer.status,
-                answer.message()
+                "the API server serves no kind of {} (waited {}s for their CRDs)",
+                names.join(", "),
+                started.elapsed().as_secs()
             ));
         }
-        if adopt {
-            take_ownership(api, &path, &answer.body)
-                .await
-                .map_err(|why| format!("manifest {manifest}: adopting {id}: {why}"))?;
+        tracing::info!(
+            "bootstrap manifests: waiting for the API server to serve the kinds of {}, \
+             pass {pass}, {}s",
+            names.join(", "),
+            started.elapsed().as_secs()
+        );
+        deadline
+            .sleep(UNSERVED_RETRY, "applying the bootstrap manifests")
+            .await
+            .map_err(|e| e.to_string())?;
+        // Discover again: a CRD may have become served.
+        for (_, object) in &unserved {
+            if let Some(version) = object["apiVersion"].as_str() {
+                mapper.versions.remove(version);
+            }
         }
+        pending = unserved;
     }
     for id in stale {
+        stopped(deadline)?;
         // A kind no longer served (its CRD went first): nothing to delete.
         // A failed discovery is an error: the object may still be there.
         let Some(path) = mapper.path(api, id).await? else {
@@ -265,6 +294,42 @@ pub async fn sync(
                 answer.message()
             ));
         }
+    }
+    Ok(())
+}
+
+/// Err once Terraform asked to stop.
+fn stopped(deadline: &Deadline) -> Result<(), String> {
+    if deadline.cancel().is_cancelled() {
+        return Err("stopped (Terraform asked the provider to stop)".into());
+    }
+    Ok(())
+}
+
+async fn apply_one(
+    api: &KubeApi<'_>,
+    manifest: &str,
+    id: &ObjectRef,
+    path: &str,
+    object: &Value,
+    adopt: bool,
+) -> Result<(), String> {
+    let query = format!("{path}?fieldManager={FIELD_MANAGER}&force=true");
+    let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
+    let answer = api
+        .call("PATCH", &query, Some("application/apply-patch+yaml"), &body)
+        .await?;
+    if !matches!(answer.status, 200 | 201) {
+        return Err(format!(
+            "manifest {manifest}: applying {id}: HTTP {}: {}",
+            answer.status,
+            answer.message()
+        ));
+    }
+    if adopt {
+        take_ownership(api, path, &answer.body)
+            .await
+            .map_err(|why| format!("manifest {manifest}: adopting {id}: {why}"))?;
     }
     Ok(())
 }

@@ -2,19 +2,34 @@
 //! plane runs: at create, Talos has made the bootstrap manifests' objects
 //! and hct applies them once more (server-side apply, field manager `hct`)
 //! to take them over; on an update, the manifests that changed are applied
-//! and the objects that left them deleted; and when the manifests bring a
-//! CNI, the wait until every control plane is Ready.
+//! and the objects that left them deleted; hct's own add-ons (the CSR
+//! approver, the `hcloud` Secret) are applied on every apply, and deleted
+//! when switched off; and when the manifests bring a CNI, the wait until
+//! every control plane is Ready, within the apply's deadline.
+//!
+//! `kubernetes_synced` records whether that all went through: after a
+//! failure (at create too) it is false, the plan says true, so the next
+//! apply applies every manifest again.
 
+use super::addons::{self as switches, Addons};
 use super::model;
 use crate::cluster::NodeRecord;
+use crate::cluster::addons;
 use crate::cluster::kube_api::KubeApi;
 use crate::cluster::kube_api::manifests::{self, ObjectRef};
 use crate::cluster::settings::ClusterSettings;
+use crate::cluster::wait::Deadline;
 use crate::provider::Context;
 use crate::resources::node_group::Outcome;
 use crate::resources::node_group::ready::{self, CniRule};
 use crate::resources::values::set;
 use crate::tf::{Diagnostic, Value};
+
+/// The state attribute saying the last apply's Kubernetes work went through.
+pub const SYNCED: &str = "kubernetes_synced";
+
+/// The name the `hcloud` Secret goes by among the manifests hct applies.
+const SECRET_MANIFEST: &str = "hct-hcloud-secret";
 
 /// The objects state records for the manifests.
 fn recorded(state: &Value) -> Vec<ObjectRef> {
@@ -28,9 +43,10 @@ fn recorded(state: &Value) -> Vec<ObjectRef> {
     }
 }
 
-/// After an apply that left no error: the manifests and the Ready wait. A
-/// failure keeps the manifests in state as they were, so the next plan
-/// shows them as changes again.
+/// After an apply: the manifests, hct's add-ons and the Ready wait, unless
+/// the nodes' apply failed. A failure keeps the manifests in state as they
+/// were and records `kubernetes_synced = false`, so the next plan shows a
+/// change and its apply applies them again.
 pub async fn finish(
     ctx: &Context,
     prior: &Value,
@@ -38,14 +54,27 @@ pub async fn finish(
     settings: &ClusterSettings,
     outcome: &mut Outcome,
 ) {
-    if outcome.diagnostics.has_errors() {
+    let synced = !outcome.diagnostics.has_errors()
+        && match converge(
+            ctx,
+            prior,
+            state,
+            settings,
+            &outcome.nodes,
+            &outcome.deadline,
+        )
+        .await
+        {
+            Ok(()) => true,
+            Err(diagnostic) => {
+                outcome.diagnostics.push(diagnostic);
+                false
+            }
+        };
+    if !synced {
         keep_prior(prior, state);
-        return;
     }
-    if let Err(diagnostic) = converge(ctx, prior, state, settings, &outcome.nodes).await {
-        keep_prior(prior, state);
-        outcome.diagnostics.push(diagnostic);
-    }
+    set(state, SYNCED, Value::from(synced));
 }
 
 fn keep_prior(prior: &Value, state: &mut Value) {
@@ -56,18 +85,75 @@ fn keep_prior(prior: &Value, state: &mut Value) {
     }
 }
 
-/// Brings the cluster's objects in line with the manifests and waits for
-/// Ready nodes when a CNI is among them.
+/// What to apply and delete, besides the user's manifests: hct's add-ons.
+struct Own {
+    apply: Vec<(String, String)>,
+    delete: Vec<ObjectRef>,
+}
+
+fn own_objects(
+    ctx: &Context,
+    prior: &Value,
+    state: &Value,
+    settings: &ClusterSettings,
+) -> Result<Own, Diagnostic> {
+    let now = switches::addons(state);
+    let before = (!prior.is_null()).then(|| switches::addons(prior));
+    let was_on = |on: fn(&Addons) -> bool| before.as_ref().is_some_and(on);
+    let mut own = Own {
+        apply: Vec::new(),
+        delete: Vec::new(),
+    };
+    if let Some(approver) = model::approver_manifest(state) {
+        if now.csr_approval {
+            own.apply.push(approver);
+        } else if was_on(|a| a.csr_approval) {
+            own.delete
+                .extend(manifests::refs(&approver.1).unwrap_or_default());
+        }
+    }
+    let secret = |token: &str| addons::hcloud_secret(token, settings.network_id);
+    if now.hcloud_secret {
+        let token = match &now.ccm_token {
+            Some(token) => token.clone(),
+            None => ctx
+                .require_config()?
+                .hcloud_token
+                .as_ref()
+                .map(|t| t.expose().to_string())
+                .ok_or_else(|| {
+                    Diagnostic::error(
+                        "No token for the hcloud Secret",
+                        "hcloud_secret is on, but neither ccm_token nor the provider's \
+                         hcloud_token is set. Set ccm_token (a token of its own is best), or \
+                         hcloud_secret = false.",
+                    )
+                    .at(model::attr("ccm_token"))
+                })?,
+        };
+        own.apply
+            .push((SECRET_MANIFEST.to_string(), secret(&token).to_string()));
+    } else if was_on(|a| a.hcloud_secret) {
+        own.delete
+            .extend(manifests::refs(&secret("").to_string()).unwrap_or_default());
+    }
+    Ok(own)
+}
+
+/// Brings the cluster's objects in line with the manifests and hct's
+/// add-ons, and waits for Ready nodes when a CNI is among them.
 async fn converge(
     ctx: &Context,
     prior: &Value,
     state: &Value,
     settings: &ClusterSettings,
     nodes: &[NodeRecord],
+    deadline: &Deadline,
 ) -> Result<(), Diagnostic> {
     let Some(first) = nodes.first() else {
         return Ok(());
     };
+    let own = own_objects(ctx, prior, state, settings)?;
     let (proxy, credentials) = ready::api_access(ctx, settings).await?;
     let api = KubeApi {
         ip: first.ip.into(),
@@ -75,36 +161,37 @@ async fn converge(
         credentials: &credentials,
     };
     let after = model::bootstrap_manifests(state);
-    if prior.is_null() && !after.is_empty() {
-        // Talos created the objects at bootstrap; hct applies them too and
-        // takes them over, so later changes (removed fields too) land.
-        manifests::sync(&api, &after, &[], true)
-            .await
-            .map_err(|why| sync_failed(&why))?;
-    }
-    if !prior.is_null() {
+    // At create (or after a failed apply) every manifest is applied: Talos
+    // created the objects at bootstrap, hct takes them over, so later
+    // changes (removed fields too) land.
+    let full = prior.get(SYNCED).as_bool() != Some(true);
+    let mut apply: Vec<(String, String)> = if full {
+        after.clone()
+    } else {
         let before = model::bootstrap_manifests(prior);
-        let changed: Vec<(String, String)> = after
+        after
             .iter()
             .filter(|m| !before.contains(m))
             .cloned()
-            .collect();
-        let kept: Vec<ObjectRef> = after
-            .iter()
-            .flat_map(|(_, contents)| manifests::refs(contents).unwrap_or_default())
-            .collect();
-        let stale: Vec<ObjectRef> = recorded(prior)
-            .into_iter()
-            .filter(|o| !kept.iter().any(|k| k.same_object(o)))
-            .collect();
-        if !changed.is_empty() || !stale.is_empty() {
-            manifests::sync(&api, &changed, &stale, false)
-                .await
-                .map_err(|why| sync_failed(&why))?;
-        }
+            .collect()
+    };
+    let kept: Vec<ObjectRef> = after
+        .iter()
+        .flat_map(|(_, contents)| manifests::refs(contents).unwrap_or_default())
+        .collect();
+    let mut stale: Vec<ObjectRef> = recorded(prior)
+        .into_iter()
+        .filter(|o| !kept.iter().any(|k| k.same_object(o)))
+        .collect();
+    apply.extend(own.apply);
+    stale.extend(own.delete);
+    if !apply.is_empty() || !stale.is_empty() {
+        manifests::sync(&api, &apply, &stale, full, deadline)
+            .await
+            .map_err(|why| sync_failed(&why))?;
     }
     let rule = CniRule::Known(model::brings_cni(&after));
-    ready::wait_ready(ctx, prior, state, settings, nodes, rule).await
+    ready::wait_ready(ctx, deadline, settings, nodes, rule).await
 }
 
 fn sync_failed(why: &str) -> Diagnostic {

@@ -4,6 +4,8 @@
 //! - `schema`: attributes and their documentation.
 //! - `model`: checks without API calls, and decoding the configuration into
 //!   the settings and group spec the cluster runbook works from.
+//! - `addons`: the switches of hct's own add-ons.
+//! - `kubernetes`: what is done through the Kubernetes API after an apply.
 //! - `resource`: plan, apply, read (drift), import, destroy.
 //! - `credentials`: `kubernetes_admin`, the kubeconfig taken apart.
 //! - `settings_schema` and `settings_plan`: the cluster-wide settings
@@ -11,6 +13,7 @@
 //!   changes they cannot take, shared with `hct_cluster_secrets`; copied
 //!   from `worker_join` in the parallel form.
 
+mod addons;
 mod credentials;
 mod kubernetes;
 pub(crate) mod model;

@@ -4,6 +4,7 @@
 
 use super::settings_schema::{REQUIRED_SETTINGS, SETTINGS};
 use crate::cluster::GroupSpec;
+use crate::cluster::addons;
 use crate::cluster::kube_api::manifests;
 use crate::cluster::preflight::{self, Paths};
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
@@ -242,6 +243,19 @@ fn validate_manifests(list: &Value) -> Diagnostics {
                     .at(at.clone().attr_of("name")),
                 );
             }
+            if name == addons::APPROVER_MANIFEST {
+                found.push(
+                    Diagnostic::error(
+                        "Reserved bootstrap manifest name",
+                        format!(
+                            "{name:?} is the name of hct's own CSR approver manifest; name yours \
+                             differently (or set kubelet_serving_cert_approval = false and keep \
+                             your own approver under another name)."
+                        ),
+                    )
+                    .at(at.clone().attr_of("name")),
+                );
+            }
             names.push(name);
         }
         if let Some(contents) = manifest.get("contents").as_str()
@@ -432,10 +446,26 @@ pub fn control_plane_group(value: &Value) -> GroupSpec {
         control_plane_attr("location"),
         NodeTraits {
             config_patches: string_list(value.get("config_patches")),
-            inline_manifests: bootstrap_manifests(value),
+            inline_manifests: inline_manifests(value),
             ..NodeTraits::default()
         },
     )
+}
+
+/// hct's approver as a manifest (name, contents), for the plan's nodes.
+pub fn approver_manifest(value: &Value) -> Option<(String, String)> {
+    let plan = parse_plan(text(value, "network_plan")).ok()?;
+    let contents = addons::approver_manifest(text(value, "name"), &plan);
+    Some((addons::APPROVER_MANIFEST.to_string(), contents))
+}
+
+/// `cluster.inlineManifests`: the bootstrap manifests, then the approver.
+fn inline_manifests(value: &Value) -> Vec<(String, String)> {
+    let mut out = bootstrap_manifests(value);
+    if super::addons::addons(value).csr_approval {
+        out.extend(approver_manifest(value));
+    }
+    out
 }
 
 /// `config_delivery = "user_data"` (set, or kept from the state of a cluster

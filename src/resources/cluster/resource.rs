@@ -96,6 +96,8 @@ impl GroupKind for Cluster {
             "bootstrap_manifest_objects",
             model::manifest_objects(planned),
         );
+        // Planned true: a false in state (a failed apply) is a change.
+        set(planned, kubernetes::SYNCED, Value::from(true));
 
         let Some(network_plan) = planned
             .get("network_plan")

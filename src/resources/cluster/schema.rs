@@ -101,6 +101,30 @@ pub fn schema() -> Schema {
          <namespace>/<name>` (no namespace for cluster-scoped ones). hct deletes the ones that \
          leave.",
     ))
+    .attribute(Attribute::optional("kubelet_serving_cert_approval", Type::Bool).description(
+        "Whether hct installs its approver of kubelet serving certificates (default true): \
+         postfinance's kubelet-csr-approver, pinned by digest, in `kube-system`, approving a \
+         `kubernetes.io/kubelet-serving` CSR only when its subject is the requesting node \
+         (`system:node:<name>`), its one DNS name is a node name of the plan and its IPs are node \
+         IPs of the plan; anything else stays pending. Installed as a Talos inline manifest at \
+         bootstrap, server-side applied later; `false` removes it. See docs/guides/add-ons.md.",
+    ))
+    .attribute(Attribute::optional("hcloud_secret", Type::Bool).description(
+        "Whether hct keeps the `hcloud` Secret in `kube-system` (default true) that the Hetzner \
+         CCM and CSI driver read: `token` (`ccm_token`) and `network` (`network_id`). Applied \
+         through the Kubernetes API only (server-side apply, field manager `hct`), never in a \
+         machine config; `false` deletes it.",
+    ))
+    .attribute(Attribute::optional("ccm_token", Type::String).sensitive().description(
+        "The Hetzner API token for the `hcloud` Secret. Default: the provider's token. Use a \
+         token of its own (read & write), so that the cluster's CCM and CSI driver do not hold \
+         the token Terraform uses; a new value updates the Secret.",
+    ))
+    .attribute(Attribute::computed("kubernetes_synced", Type::Bool).description(
+        "Whether the last apply brought the cluster's Kubernetes objects (bootstrap manifests, \
+         hct's add-ons) in line and saw its nodes Ready; false after a failure, so that the \
+         next apply applies them again. Always planned true.",
+    ))
     .attribute(Attribute::computed("id", Type::String).description("The cluster's name."))
     .attribute(Attribute::computed("endpoint", Type::String).description(
         "The Kubernetes API: `https://<first control-plane IP>:6443` (private).",

@@ -9,8 +9,7 @@ use crate::cluster::kube_api::{KubeApi, nodes};
 use crate::cluster::settings::ClusterSettings;
 use crate::cluster::wait::Deadline;
 use crate::provider::Context;
-use crate::resources::timeouts::{self, Operation};
-use crate::tf::{Diagnostic, Value};
+use crate::tf::Diagnostic;
 
 /// Whether the group waits for Ready nodes.
 pub enum CniRule {
@@ -36,12 +35,11 @@ pub async fn api_access(
     Ok((proxy, credentials))
 }
 
-/// Waits until each of `nodes` is Ready, when `rule` says a CNI runs; the
-/// timeout is the resource's for this operation.
+/// Waits until each of `nodes` is Ready, when `rule` says a CNI runs,
+/// until the operation's `deadline` (the one its apply started).
 pub async fn wait_ready(
     ctx: &Context,
-    prior: &Value,
-    state: &Value,
+    deadline: &Deadline,
     settings: &ClusterSettings,
     nodes: &[NodeRecord],
     rule: CniRule,
@@ -71,15 +69,8 @@ pub async fn wait_ready(
             }
         }
     }
-    let operation = if prior.is_null() {
-        Operation::Create
-    } else {
-        Operation::Update
-    };
-    let timeout = timeouts::limit(state, operation).unwrap_or(operation.default_limit());
-    let deadline = Deadline::new(timeout, ctx.cancel.clone());
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    nodes::wait_ready(&api, &names, &deadline)
+    nodes::wait_ready(&api, &names, deadline)
         .await
         .map_err(|e| e.to_diagnostic())
 }

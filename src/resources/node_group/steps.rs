@@ -198,6 +198,8 @@ pub struct Outcome {
     /// keep the resource, or nothing would ever delete them).
     pub left_something: bool,
     pub diagnostics: Diagnostics,
+    /// The operation's deadline, for what `finish` still waits on.
+    pub deadline: Deadline,
 }
 
 /// Makes the group's servers match `slots` and brings the nodes up: the
@@ -260,6 +262,7 @@ pub async fn converge(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         placement_group_ids,
         left_something,
         diagnostics,
+        deadline,
     })
 }
 

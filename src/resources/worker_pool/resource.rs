@@ -114,7 +114,7 @@ impl GroupKind for WorkerPool {
 
     async fn finish(
         ctx: &Context,
-        prior: &Value,
+        _prior: &Value,
         state: &mut Value,
         prepared: &Prepared,
         outcome: &mut Outcome,
@@ -129,7 +129,7 @@ impl GroupKind for WorkerPool {
             let rule = ready::CniRule::Installed;
             let nodes = &outcome.nodes;
             if let Err(d) =
-                ready::wait_ready(ctx, prior, state, &prepared.settings, nodes, rule).await
+                ready::wait_ready(ctx, &outcome.deadline, &prepared.settings, nodes, rule).await
             {
                 outcome.diagnostics.push(d);
             }

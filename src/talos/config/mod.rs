@@ -49,6 +49,7 @@ pub(crate) use input::is_cluster_name;
 pub use input::{
     DEFAULT_INSTALL_DISK, DEFAULT_PRIVATE_INTERFACE, DEFAULT_TALOS_VERSION, NodeConfigInput, Role,
 };
+pub(crate) use machine::KUBE_PRISM_PORT;
 pub use patch::PatchError;
 pub use user_data::{USER_DATA_LIMIT, user_data};
 
