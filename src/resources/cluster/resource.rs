@@ -35,7 +35,12 @@ pub const TYPE_NAME: &str = "hct_cluster";
 
 /// What the control plane's configs are made of besides the cluster-wide
 /// settings (`settings_schema::SETTINGS`) and the secrets.
-const CONFIG_INPUTS: &[&str] = &["config_patches", "bootstrap_manifests", "control_plane"];
+const CONFIG_INPUTS: &[&str] = &[
+    "config_patches",
+    "bootstrap_manifests",
+    "control_plane",
+    "kubelet_serving_cert_approval",
+];
 
 /// Secrets to check configs with at plan time, before the cluster's own
 /// are made (made once per provider process; never stored or sent).
