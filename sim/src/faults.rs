@@ -55,7 +55,11 @@ impl ActionFailure {
 
     /// Whether an action of `command` on `servers` (the servers among its
     /// resources) is to fail.
-    pub fn matches<'a>(&self, command: &str, mut servers: impl Iterator<Item = &'a Server>) -> bool {
+    pub fn matches<'a>(
+        &self,
+        command: &str,
+        mut servers: impl Iterator<Item = &'a Server>,
+    ) -> bool {
         (self.action == "*" || self.action == command)
             && self
                 .server

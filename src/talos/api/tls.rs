@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use base64::Engine;
+use rustls::client::Resumption;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
-use rustls::client::Resumption;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use sha2::{Digest, Sha256};
 
@@ -76,7 +76,9 @@ static BUILT: LazyLock<Mutex<HashMap<[u8; 32], Arc<ClientConfig>>>> =
 const BUILT_MAX: usize = 64;
 
 fn built() -> MutexGuard<'static, HashMap<[u8; 32], Arc<ClientConfig>>> {
-    BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What identifies a trust's client config (a digest: the key stays out).
@@ -262,9 +264,18 @@ mod tests {
             pinned_spki_sha256: None,
         };
         let first = shared_client_config(&pinned(1)).unwrap();
-        assert!(Arc::ptr_eq(&first, &shared_client_config(&pinned(1)).unwrap()));
-        assert!(!Arc::ptr_eq(&first, &shared_client_config(&pinned(2)).unwrap()));
-        assert!(!Arc::ptr_eq(&first, &shared_client_config(&unpinned).unwrap()));
+        assert!(Arc::ptr_eq(
+            &first,
+            &shared_client_config(&pinned(1)).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &shared_client_config(&pinned(2)).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &shared_client_config(&unpinned).unwrap()
+        ));
         assert_eq!(first.alpn_protocols, vec![b"h2".to_vec()]);
     }
 }
