@@ -3,7 +3,7 @@ and Hetzner's request budget, the provider behind a wrapper that records its
 peak RSS, a Terraform/OpenTofu working directory made from an example plus
 override files, and min/median/max over repetitions.
 
-Not a benchmark itself: bench/cluster.py, bench/scale.py and bench/upgrade.py
+Not a benchmark itself: bench/cluster.py and bench/upgrade.py
 import it (bench/run.sh builds the binaries and starts them).
 """
 

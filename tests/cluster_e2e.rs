@@ -376,15 +376,33 @@ async fn survives_rate_limits_server_errors_and_locks() {
 async fn a_failing_action_fails_the_apply_and_a_rerun_converges() {
     let sim = sim().await;
     let ws = workspace(&sim);
-    sim.fail_next_actions("start_server", 1);
+    // A control plane's power-on fails: the pools, created beside it, stop
+    // waiting for it at once (their create timeout is the default 30m).
+    sim.add_fault(
+        FaultSpec::parse(r#"{"action": "start_server", "server": "noreturn-cp-1", "count": 1}"#)
+            .unwrap(),
+    );
     tokio::task::block_in_place(|| {
-        // The failed power-on may be a control plane's: the pools, created
-        // beside it, then wait for a control plane that will not come until
-        // their create timeout, so it is short here.
         let out = ws
-            .terraform(&["apply", "-auto-approve", "-var", "create_timeout=60s"])
+            .terraform(&["apply", "-auto-approve"])
             .expect_failure("failing action");
         assert!(out.stderr.contains("start_server"), "{out}");
+        assert_eq!(sim.faults_json()["actions"], serde_json::json!([]), "{out}");
+        // Each pool reached its wait for the control plane and stopped there,
+        // saying why, instead of timing out.
+        let words = unwrapped(&out.stderr);
+        for pool in ["platform", "general"] {
+            let stopped = format!(
+                "noreturn-{pool}-1: stopped waiting for the control plane of cluster noreturn: \
+                 its apply (hct_cluster) failed in this run"
+            );
+            assert!(words.contains(&stopped), "{pool}: {out}");
+        }
+        assert!(
+            words.contains("The cluster's control plane failed in this apply"),
+            "{out}"
+        );
+        assert!(!words.contains("Timed out"), "{out}");
         // What exists is in state.
         let state = ws
             .terraform(&["state", "list"])

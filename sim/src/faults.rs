@@ -7,6 +7,7 @@
 //! {"route": "GET /servers/{id}", "respond": "rate_limited", "count": 2}
 //! {"route": "*", "latency_ms": 200}
 //! {"action": "create_image", "count": 1, "code": "action_failed"}
+//! {"action": "start_server", "server": "noreturn-cp-1", "count": 1}
 //! {"rescue": "download_fails", "count": 1}
 //! ```
 
@@ -16,6 +17,8 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use crate::errors::{ActionError, ApiError};
+use crate::resources::servers::Server;
+use crate::talos::faults::ServerRef;
 
 /// An action command that is to end in an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,6 +33,9 @@ pub struct ActionFailure {
     pub code: String,
     #[serde(default)]
     pub message: Option<String>,
+    /// Only actions on this server (by id or name); any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerRef>,
 }
 
 fn default_action_code() -> String {
@@ -43,11 +49,22 @@ impl ActionFailure {
             count,
             code: default_action_code(),
             message: None,
+            server: None,
         }
     }
 
-    pub fn matches(&self, command: &str) -> bool {
-        self.action == "*" || self.action == command
+    /// Whether an action of `command` on `servers` (the servers among its
+    /// resources) is to fail.
+    pub fn matches<'a>(
+        &self,
+        command: &str,
+        mut servers: impl Iterator<Item = &'a Server>,
+    ) -> bool {
+        (self.action == "*" || self.action == command)
+            && self
+                .server
+                .as_ref()
+                .is_none_or(|wanted| servers.any(|s| wanted.matches(s)))
     }
 
     pub fn error(&self) -> ActionError {

@@ -4,8 +4,10 @@
 //! reach it while the control plane still runs the old release. The pool
 //! asks the control plane itself, over the Talos API with the credentials
 //! of its own `worker_join`, which also shows a bundle that is not the
-//! cluster's (another CA answers).
+//! cluster's (another CA answers). Both waits stop at once when the
+//! control plane's apply fails in the same run (`this_run`).
 
+use std::future::Future;
 use std::net::Ipv4Addr;
 
 use tracing::info;
@@ -14,6 +16,7 @@ use super::ClusterError;
 use super::group::Group;
 use super::kube_api;
 use super::record::NodeRecord;
+use super::this_run;
 use super::wait::{self, Retry};
 use crate::talos::api::{TalosClient, TalosError};
 use crate::talos::client_config::ApiCredentials;
@@ -28,6 +31,31 @@ fn foreign_join(ip: Ipv4Addr, why: &TalosError) -> ClusterError {
              takes: hct_cluster_secrets.<name>.worker_join (the parallel form) or \
              hct_cluster.<name>.worker_join (the serial form)."
         ),
+    }
+}
+
+/// Runs `wait` (for the control plane, on behalf of `waiter`) unless the
+/// control plane's apply fails in this run first: then it stops, saying so.
+/// A cluster not applied in this run never fails here, so the wait runs on.
+async fn unless_failed<T>(
+    group: &Group<'_>,
+    waiter: &str,
+    wait: impl Future<Output = Result<T, ClusterError>>,
+) -> Result<T, ClusterError> {
+    tokio::select! {
+        result = wait => result,
+        why = this_run::control_plane_failure(group.settings) => {
+            Err(ClusterError::ControlPlaneFailed {
+                detail: format!(
+                    "{waiter}: stopped waiting for the control plane of cluster {cluster}: \
+                     its apply (hct_cluster) failed in this run ({why}), so it will not come \
+                     up now. Fix the cluster's error and run apply again: it retries the \
+                     control plane and this pool (failed creates are tainted; `terraform \
+                     untaint` the cluster and the pool to keep their servers).",
+                    cluster = group.cluster(),
+                ),
+            })
+        }
     }
 }
 
@@ -63,13 +91,13 @@ pub async fn until_joinable(group: &Group<'_>, node: &NodeRecord) -> Result<(), 
     let endpoint = plan.cluster_endpoint();
     let credentials = group.settings.kubernetes_trust()?;
     let step = format!("waiting for the control plane at {endpoint}");
-    wait::until(group.deadline, &node.name, &step, || async {
+    let wait = wait::until(group.deadline, &node.name, &step, || async {
         release_of(group, first).await?;
         kube_api::readyz(first.into(), group.proxy, &credentials)
             .await
             .map_err(Retry::Again)
-    })
-    .await
+    });
+    unless_failed(group, &node.name, wait).await
 }
 
 /// Whether a control-plane node is in service: etcd and kubelet healthy,
@@ -105,7 +133,7 @@ pub async fn until_on_release(group: &Group<'_>) -> Result<(), ClusterError> {
     let credentials = group.settings.kubernetes_trust()?;
     let step = format!("waiting for every control plane to run Talos {target}");
     let label = format!("pool {}", group.spec.group);
-    wait::until(group.deadline, &label, &step, || async {
+    let wait = wait::until(group.deadline, &label, &step, || async {
         let mut behind = Vec::new();
         for ip in ips {
             let tag = release_of(group, *ip).await?;
@@ -120,8 +148,8 @@ pub async fn until_on_release(group: &Group<'_>) -> Result<(), ClusterError> {
         } else {
             Err(Retry::Again(behind.join(", ")))
         }
-    })
-    .await?;
+    });
+    unless_failed(group, &label, wait).await?;
     info!(pool = %group.spec.group, release = %target, "every control plane runs the release");
     Ok(())
 }

@@ -49,6 +49,10 @@ pub enum ClusterError {
     /// A pool's `worker_join` does not match its cluster as it runs.
     #[error("{detail}")]
     ForeignJoin { detail: String },
+    /// The cluster's control plane failed in this run, so a pool stopped
+    /// waiting for it.
+    #[error("{detail}")]
+    ControlPlaneFailed { detail: String },
     /// A change hct will not make, found before anything was touched.
     #[error("{detail}")]
     Refused {
@@ -131,6 +135,9 @@ impl ClusterError {
                 Diagnostic::error("Conflicting object on Hetzner", self.to_string())
             }
             ClusterError::Refused { summary, detail } => Diagnostic::error(*summary, detail),
+            ClusterError::ControlPlaneFailed { detail } => {
+                Diagnostic::error("The cluster's control plane failed in this apply", detail)
+            }
             ClusterError::ForeignJoin { detail } => {
                 Diagnostic::error("worker_join is not this cluster's", detail)
                     .at(AttrPath::attr("worker_join"))

@@ -29,6 +29,8 @@
 //! - `budget`: how many nodes of a group may be out at once while it
 //!   changes (`max_unavailable`); `rolling`: changing nodes within it, and
 //!   the cluster-wide limit across pools.
+//! - `this_run`: what this process knows of each cluster in the running
+//!   apply (its pools' nodes out of service, a failed control plane).
 //! - `wait`: retrying with progress logs, timeouts and Ctrl-C.
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
@@ -52,6 +54,7 @@ mod scale_down;
 pub mod settings;
 pub mod slots;
 pub mod teardown;
+pub mod this_run;
 pub mod upgrade;
 pub mod wait;
 

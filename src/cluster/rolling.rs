@@ -5,62 +5,52 @@
 //! one provider process, so a limit per pool alone would let three pools of
 //! budget 2 take six nodes down together. Across the pools of a cluster,
 //! a node of a pool with budget `n` goes down only while fewer than `n`
-//! nodes of that cluster's pools are out (the count below, one per cluster
-//! name in this process): together the pools never exceed the largest
+//! nodes of that cluster's pools are out (the count in `this_run`, one per
+//! cluster in this process): together the pools never exceed the largest
 //! budget among them, and each pool its own. Control planes go one at a
 //! time and are not counted (a pool upgrades only once they are done).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{LazyLock, Mutex};
 
 use futures_util::stream::{self, StreamExt};
-use tokio::sync::Notify;
 
 use super::ClusterError;
 use super::group::Group;
+use super::settings::ClusterSettings;
+use super::this_run;
 use crate::talos::Role;
 
-/// Nodes of each cluster's pools out of service now, in this process.
-static OUT: LazyLock<Mutex<HashMap<String, usize>>> = LazyLock::new(Default::default);
-static RETURNED: Notify = Notify::const_new();
-
-fn out() -> std::sync::MutexGuard<'static, HashMap<String, usize>> {
-    OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// A node of a cluster counted out of service until dropped.
+struct Out<'a> {
+    settings: &'a ClusterSettings,
 }
 
-/// A node of `cluster` counted out of service until dropped.
-struct Out {
-    cluster: String,
-}
-
-impl Drop for Out {
+impl Drop for Out<'_> {
     fn drop(&mut self) {
-        if let Some(count) = out().get_mut(&self.cluster) {
-            *count = count.saturating_sub(1);
-        }
-        RETURNED.notify_waiters();
+        this_run::change(self.settings, |run| run.out = run.out.saturating_sub(1));
     }
 }
 
-impl Group<'_> {
+impl<'a> Group<'a> {
     /// Counts one more node of the cluster out, once fewer than `allowed`
     /// are.
-    async fn take_out(&self, allowed: usize) -> Result<Out, ClusterError> {
+    async fn take_out(&self, allowed: usize) -> Result<Out<'a>, ClusterError> {
         loop {
-            let returned = RETURNED.notified();
+            let returned = this_run::changes().notified();
             tokio::pin!(returned);
             returned.as_mut().enable();
-            {
-                let mut out = out();
-                let count = out.entry(self.cluster().to_string()).or_default();
-                if *count < allowed {
-                    *count += 1;
-                    return Ok(Out {
-                        cluster: self.cluster().to_string(),
-                    });
+            let taken = this_run::with(self.settings, |run| {
+                let room = run.out < allowed;
+                if room {
+                    run.out += 1;
                 }
+                room
+            });
+            if taken {
+                return Ok(Out {
+                    settings: self.settings,
+                });
             }
             tokio::select! {
                 () = returned => {}

@@ -13,7 +13,7 @@ impl World {
         let id = self.next_id(None);
         let begins = new.after.map_or(now, |after| after.max(now));
         let finishes_at = begins.plus(self.config.durations.for_command(new.command));
-        let fails_with = self.take_action_failure(new.command);
+        let fails_with = self.take_action_failure(new.command, &new.resources);
         self.actions.insert(
             id,
             Action {
@@ -33,9 +33,20 @@ impl World {
         id
     }
 
-    fn take_action_failure(&mut self, command: &str) -> Option<ActionError> {
+    fn take_action_failure(
+        &mut self,
+        command: &str,
+        resources: &[ResourceRef],
+    ) -> Option<ActionError> {
+        let servers = &self.servers;
+        let on = || {
+            resources
+                .iter()
+                .filter(|r| r.kind == ResourceKind::Server)
+                .filter_map(|r| servers.get(&r.id))
+        };
         let failures = &mut self.config.action_failures;
-        let index = failures.iter().position(|f| f.matches(command))?;
+        let index = failures.iter().position(|f| f.matches(command, on()))?;
         let error = failures[index].error();
         if failures[index].consume() {
             failures.remove(index);

@@ -152,7 +152,11 @@ pub(super) async fn read_data_source(
 fn capabilities() -> pb::ServerCapabilities {
     pb::ServerCapabilities {
         plan_destroy: false,
-        get_provider_schema_optional: false,
+        // No RPC depends on GetProviderSchema having been called, so the
+        // CLI may reuse the schema it got from this binary's first start in
+        // the run: each later start of the plan skips building, sending
+        // and decoding it.
+        get_provider_schema_optional: true,
         move_resource_state: false,
     }
 }

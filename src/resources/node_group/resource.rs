@@ -10,11 +10,12 @@ use super::state::{nodes_from, nodes_value};
 use super::steps::{Outcome, Recorded, Refreshed, Run, converge, refresh};
 use crate::cluster::preflight::Paths;
 use crate::cluster::settings::ClusterSettings;
-use crate::cluster::{GroupSpec, NodeSlot};
+use crate::cluster::{GroupSpec, NodeSlot, this_run};
 use crate::hcloud::models::Labels;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::timeouts::{self, Operation};
 use crate::resources::values::{failed, set};
+use crate::talos::Role;
 use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
 
 /// What a node-group resource prepares for an apply from its planned state.
@@ -74,6 +75,18 @@ pub trait GroupKind: Send + Sync + 'static {
     /// Writes drift into state; `None` when the object is gone.
     fn drifted(state: Value, refreshed: &Refreshed) -> Option<Value>;
     async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics>;
+}
+
+/// When a control plane's apply has errors, tells the cluster's pools
+/// applied beside it in this run, which would otherwise wait for it until
+/// their timeouts.
+fn tell_pools_if_failed(prepared: &Prepared, diagnostics: &Diagnostics) {
+    if prepared.spec.role != Role::ControlPlane {
+        return;
+    }
+    if let Some(error) = diagnostics.iter().find(|d| d.is_error()) {
+        this_run::control_plane_failed(&prepared.settings, &error.summary);
+    }
 }
 
 /// A node-group resource of kind `K`.
@@ -148,6 +161,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         let mut outcome = match converge(run).await {
             Ok(outcome) => outcome,
             Err(found) => {
+                tell_pools_if_failed(&prepared, &found);
                 return Applied {
                     new_state: request.prior,
                     private: request.private,
@@ -157,7 +171,9 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         };
         // Whatever happened, state gets every server that exists.
         set(&mut state, K::NODES, nodes_value(&outcome.nodes));
+        tell_pools_if_failed(&prepared, &outcome.diagnostics);
         K::finish(ctx, &request.prior, &mut state, &prepared, &mut outcome).await;
+        tell_pools_if_failed(&prepared, &outcome.diagnostics);
         if request.prior.is_null() && !outcome.left_something && outcome.diagnostics.has_errors() {
             // Nothing was created: no state at all.
             state = Value::Null;

@@ -3,7 +3,6 @@
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
@@ -14,7 +13,7 @@ use tonic::{Code, Request, Status, Streaming};
 
 pub use super::answers::{Applied, Bootstrapped, EtcdMember, Service};
 use super::error::TalosError;
-use super::tls::{Trust, client_config};
+use super::tls::{Trust, shared_client_config};
 use crate::net::socks5;
 use crate::talos::api::pb::{self, machine_service_client::MachineServiceClient};
 
@@ -121,7 +120,7 @@ impl TalosClient {
 
     async fn dial(address: &NodeAddress, trust: &Trust) -> Result<Self, TalosError> {
         let node = address.ip.to_string();
-        let tls = TlsConnector::from(Arc::new(client_config(trust)?));
+        let tls = TlsConnector::from(shared_client_config(trust)?);
         let server_name = rustls::pki_types::ServerName::IpAddress(address.ip.into());
         let target = SocketAddr::new(address.ip, address.port);
         let proxy = address.proxy;

@@ -6,10 +6,16 @@
 //!   pinned SHA-256 fingerprint. No client certificate is sent.
 //! - Configured: the node's certificate must chain to the cluster's OS CA and
 //!   name the node's IP; hct presents the `os:admin` client certificate.
+//!
+//! The client config for a trust is built once per process
+//! ([`shared_client_config`]): a refresh that reads a hundred nodes with one
+//! cluster's credentials parses them once, not per node.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use base64::Engine;
+use rustls::client::Resumption;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
@@ -62,6 +68,56 @@ pub fn spki_fingerprint(certificate: &[u8]) -> Option<[u8; 32]> {
     crate::der::subject_public_key_info(certificate).map(|spki| Sha256::digest(spki).into())
 }
 
+/// Client configs built in this process, by the SHA-256 of what they trust.
+static BUILT: LazyLock<Mutex<HashMap<[u8; 32], Arc<ClientConfig>>>> =
+    LazyLock::new(Default::default);
+/// Each operation issues its own client certificate: past this many, the
+/// cache starts over rather than grow for the whole of a long apply.
+const BUILT_MAX: usize = 64;
+
+fn built() -> MutexGuard<'static, HashMap<[u8; 32], Arc<ClientConfig>>> {
+    BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What identifies a trust's client config (a digest: the key stays out).
+fn trust_digest(trust: &Trust) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    let mut part = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_be_bytes());
+        hasher.update(bytes);
+    };
+    match trust {
+        Trust::Maintenance { pinned_spki_sha256 } => {
+            part(b"maintenance");
+            part(pinned_spki_sha256.as_ref().map_or(&[][..], |p| &p[..]));
+        }
+        Trust::Admin(credentials) => {
+            part(b"admin");
+            part(credentials.os_ca.as_bytes());
+            part(credentials.certificate.as_bytes());
+            part(credentials.key.expose().as_bytes());
+        }
+    }
+    hasher.finalize().into()
+}
+
+/// [`client_config`], built once per trust in this process and shared.
+pub fn shared_client_config(trust: &Trust) -> Result<Arc<ClientConfig>, TalosError> {
+    let digest = trust_digest(trust);
+    if let Some(config) = built().get(&digest) {
+        return Ok(config.clone());
+    }
+    let config = Arc::new(client_config(trust)?);
+    let mut built = built();
+    if built.len() >= BUILT_MAX {
+        built.clear();
+    }
+    built.insert(digest, config.clone());
+    Ok(config)
+}
+
 pub fn client_config(trust: &Trust) -> Result<ClientConfig, TalosError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
@@ -100,6 +156,10 @@ pub fn client_config(trust: &Trust) -> Result<ClientConfig, TalosError> {
     };
     // apid is a gRPC server: HTTP/2 only.
     config.alpn_protocols = vec![b"h2".to_vec()];
+    // Every connection makes a full handshake, as before configs were
+    // shared: how a node answers one (a certificate it asks for or not, the
+    // CA it chains to) is what tells maintenance mode from configured.
+    config.resumption = Resumption::disabled();
     Ok(config)
 }
 
@@ -193,5 +253,29 @@ mod tests {
             .replace("PRIVATE KEY", "ED25519 PRIVATE KEY");
         let parsed = private_key(&Secret::new(talos_pem)).unwrap();
         assert_eq!(parsed.secret_der(), key.serialize_der().as_slice());
+    }
+
+    #[test]
+    fn client_configs_are_shared_per_trust() {
+        let pinned = |byte| Trust::Maintenance {
+            pinned_spki_sha256: Some([byte; 32]),
+        };
+        let unpinned = Trust::Maintenance {
+            pinned_spki_sha256: None,
+        };
+        let first = shared_client_config(&pinned(1)).unwrap();
+        assert!(Arc::ptr_eq(
+            &first,
+            &shared_client_config(&pinned(1)).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &shared_client_config(&pinned(2)).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &shared_client_config(&unpinned).unwrap()
+        ));
+        assert_eq!(first.alpn_protocols, vec![b"h2".to_vec()]);
     }
 }
