@@ -3,7 +3,7 @@
 //! (`managed-by`, `cluster`, `role=api-endpoint`), on the cluster's network
 //! at the plan's IP, public interface off, one label-selector target (the
 //! cluster's control planes, at their private IPs) and TCP services 6443
-//! (Kubernetes) and 50000 (Talos) with TCP health checks.
+//! (Kubernetes), 50000 (Talos) and 50001 (trustd) with TCP health checks.
 //!
 //! [`ensure`] makes it so step by step, adopting what an earlier run made
 //! (found by its labels) and doing only the steps still missing; it runs
@@ -26,8 +26,12 @@ use crate::talos::api::APID_PORT;
 pub const LOAD_BALANCER_TYPE: &str = "lb11";
 /// The `role` label of the endpoint's load balancer.
 pub const ROLE_API_ENDPOINT: &str = "api-endpoint";
-/// The ports the load balancer forwards to every control plane.
-pub const PORTS: [u16; 2] = [KUBE_API_PORT, APID_PORT];
+/// trustd on control planes: workers fetch their certificates from it at
+/// the control-plane endpoints Talos knows, the cluster endpoint among them.
+pub const TRUSTD_PORT: u16 = 50001;
+/// The ports the load balancer forwards to every control plane: the
+/// Kubernetes API, Talos' API (talosctl) and trustd.
+pub const PORTS: [u16; 3] = [KUBE_API_PORT, APID_PORT, TRUSTD_PORT];
 
 pub fn load_balancer_name(cluster: &str) -> String {
     format!("{cluster}-api")
@@ -235,6 +239,6 @@ mod tests {
             control_plane_selector("noreturn").to_string(),
             "managed-by=hct,cluster=noreturn,pool=cp"
         );
-        assert_eq!(PORTS, [6443, 50000]);
+        assert_eq!(PORTS, [6443, 50000, 50001]);
     }
 }

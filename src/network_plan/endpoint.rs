@@ -175,3 +175,99 @@ pub(crate) fn resolve(c: &Checked, diags: &mut Diagnostics) -> Option<ApiEndpoin
     }
     Some(ApiEndpoint::LoadBalancer { ip })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::network_plan::{NetworkPlanInput, NodeGroupInput, plan};
+
+    fn input(mode: &str, ip: Option<&str>) -> NetworkPlanInput {
+        let group = |cidr: &str, nodes| NodeGroupInput {
+            cidr: Some(cidr.to_owned()),
+            nodes: Some(nodes),
+        };
+        NetworkPlanInput {
+            network_cidr: Some("10.0.0.0/16".to_owned()),
+            node_subnet: Some("10.0.128.0/24".to_owned()),
+            control_plane: Some(group("10.0.128.16/28", 3)),
+            worker_pools: Some(BTreeMap::from([(
+                "general".to_owned(),
+                group("10.0.128.64/27", 3),
+            )])),
+            service_cidr: Some("10.0.192.0/21".to_owned()),
+            pod_cidr: Some("10.0.224.0/19".to_owned()),
+            pod_cidr_mask_size: Some(24),
+            native_routing_cidr: Some("10.0.224.0/19".to_owned()),
+            multi_datacenter: Some(false),
+            api_endpoint: Some(mode.to_owned()),
+            load_balancer_ip: Some(ip.map(str::to_owned)),
+        }
+    }
+
+    fn error_of(input: &NetworkPlanInput) -> String {
+        let diagnostics = plan(input).expect_err("a plan error");
+        let error = diagnostics
+            .iter()
+            .find(|d| d.is_error())
+            .expect("an error");
+        format!("{error}")
+    }
+
+    #[test]
+    fn first_control_plane_is_the_default_and_unchanged() {
+        let (plan, _) = plan(&input("first_control_plane", None)).unwrap();
+        assert_eq!(plan.cluster_endpoint(), "https://10.0.128.17:6443");
+        assert_eq!(plan.load_balancer_ip(), None);
+        let doc = plan.to_json();
+        assert!(doc.get("api_endpoint").is_none() && doc.get("load_balancer_ip").is_none());
+    }
+
+    #[test]
+    fn load_balancer_defaults_to_the_last_host_of_the_node_subnet() {
+        let (plan, _) = plan(&input("load_balancer", None)).unwrap();
+        assert_eq!(plan.cluster_endpoint(), "https://10.0.128.254:6443");
+        let doc = plan.to_json();
+        assert_eq!(doc["api_endpoint"], "load_balancer");
+        assert_eq!(doc["load_balancer_ip"], "10.0.128.254");
+        // The document reads back, and its id differs from the other mode's.
+        let back = crate::network_plan::NetworkPlan::from_json(&doc).unwrap();
+        assert_eq!(back, plan);
+        let (other, _) = super::super::plan(&input("first_control_plane", None)).unwrap();
+        assert_ne!(plan.id(), other.id());
+    }
+
+    #[test]
+    fn an_explicit_ip_is_checked_against_the_layout() {
+        let (plan, _) = plan(&input("load_balancer", Some("10.0.128.200"))).unwrap();
+        assert_eq!(plan.cluster_endpoint(), "https://10.0.128.200:6443");
+        for (ip, why) in [
+            ("10.0.128.18", "control_plane.cidr"),
+            ("10.0.128.70", "worker_pools[\"general\"].cidr"),
+            ("10.0.129.5", "not a host of node_subnet"),
+            ("10.0.128.255", "not a host of node_subnet"),
+            ("not-an-ip", "not an IPv4 address"),
+        ] {
+            let error = error_of(&input("load_balancer", Some(ip)));
+            assert!(error.contains(why), "{ip}: {error}");
+            assert!(error.contains("load_balancer_ip"), "{ip}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_gateway_and_unknown_modes_are_refused() {
+        let mut gateway = input("load_balancer", Some("10.0.0.1"));
+        gateway.node_subnet = Some("10.0.0.0/24".to_owned());
+        gateway.control_plane = Some(NodeGroupInput {
+            cidr: Some("10.0.0.16/28".to_owned()),
+            nodes: Some(3),
+        });
+        gateway.worker_pools = Some(BTreeMap::new());
+        let error = error_of(&gateway);
+        assert!(error.contains("gateway"), "{error}");
+        let error = error_of(&input("vip", None));
+        assert!(error.contains("api_endpoint"), "{error}");
+        let error = error_of(&input("first_control_plane", Some("10.0.128.254")));
+        assert!(error.contains("without a load balancer"), "{error}");
+    }
+}

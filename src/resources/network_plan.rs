@@ -94,8 +94,8 @@ impl DataSource for NetworkPlanDataSource {
              default: the first control plane's private IP; free, but the endpoint dies with \
              that server) or `load_balancer` (a private Hetzner Load Balancer, which \
              `hct_cluster` creates, at `load_balancer_ip`, forwarding ports 6443 and 50000 to \
-             every healthy control plane; Hetzner bills it monthly). Talos' Hetzner VIP is not \
-             offered: it moves Floating IPs, which private networks do not have.",
+             every healthy control plane; Hetzner bills it monthly). Talos' Hetzner VIP (an alias \
+             IP Talos moves itself) is not offered yet: see the private-cluster guide.",
         ))
         .attribute(Attribute::optional_computed("load_balancer_ip", Type::String).description(
             "The load balancer's private IP with `api_endpoint = \"load_balancer\"`: a host of \
