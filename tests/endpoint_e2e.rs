@@ -99,7 +99,11 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
                 .filter_map(|t| t.node.config().map(|c| c.endpoint.clone()))
                 .collect()
         });
-        assert_eq!(endpoints.len(), 7, "3 control planes, 3 platform and 1 general worker");
+        assert_eq!(
+            endpoints.len(),
+            7,
+            "3 control planes, 3 platform and 1 general worker"
+        );
         assert!(endpoints.iter().all(|e| *e == endpoint), "{endpoints:?}");
 
         assert_eq!(plan_exit_code(&ws), 0, "a second plan is empty");
@@ -107,7 +111,11 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
         let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap().to_string();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kubeconfig");
-        std::fs::write(&path, through_proxy(&kubeconfig, &endpoint, &sim.proxy_url())).unwrap();
+        std::fs::write(
+            &path,
+            through_proxy(&kubeconfig, &endpoint, &sim.proxy_url()),
+        )
+        .unwrap();
         let readyz = |what: &str| {
             let out = succeeded(
                 what,
@@ -133,7 +141,11 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
         runtime.block_on(async {
             let action = client.power_off(first).await.unwrap();
             client
-                .wait_for_actions(vec![action], "power off", std::time::Duration::from_secs(30))
+                .wait_for_actions(
+                    vec![action],
+                    "power off",
+                    std::time::Duration::from_secs(30),
+                )
                 .await
                 .unwrap();
         });
@@ -166,6 +178,10 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
 
         ws.terraform(&["destroy", "-auto-approve"])
             .expect_success("destroy");
-        assert!(load_balancers(&sim).is_empty(), "{:#?}", load_balancers(&sim));
+        assert!(
+            load_balancers(&sim).is_empty(),
+            "{:#?}",
+            load_balancers(&sim)
+        );
     });
 }

@@ -127,7 +127,11 @@ impl Endpoint<'_> {
     }
 
     /// The steps a load balancer of ours may still lack, in order.
-    async fn complete(&self, lb: &LoadBalancer, ip: std::net::Ipv4Addr) -> Result<(), ClusterError> {
+    async fn complete(
+        &self,
+        lb: &LoadBalancer,
+        ip: std::net::Ipv4Addr,
+    ) -> Result<(), ClusterError> {
         let name = &lb.name;
         match lb.private_ip(self.network_id) {
             Some(at) if at == ip => {}
@@ -155,7 +159,10 @@ impl Endpoint<'_> {
             }
             None => {
                 info!(load_balancer = %name, %ip, "attaching the API load balancer to the network");
-                let doing = format!("attaching load balancer {name} to network {} at {ip}", self.network_id);
+                let doing = format!(
+                    "attaching load balancer {name} to network {} at {ip}",
+                    self.network_id
+                );
                 let action = self
                     .client
                     .attach_load_balancer(lb.id, self.network_id, ip)

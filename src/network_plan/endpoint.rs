@@ -18,7 +18,6 @@ use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
 
-use super::attributes::Checked;
 use super::hetzner;
 use super::input::attr;
 use crate::tf::diagnostics::{AttrPath, Diagnostic, Diagnostics};
@@ -110,12 +109,23 @@ pub(crate) fn default_load_balancer_ip(node_subnet: Ipv4Net) -> Option<Ipv4Addr>
     (node_subnet.contains(&ip) && ip != node_subnet.network()).then_some(ip)
 }
 
+/// What the load balancer's IP is checked against: the checked ranges.
+pub(crate) struct Layout {
+    pub network_cidr: Option<Ipv4Net>,
+    pub node_subnet: Option<Ipv4Net>,
+    /// Each node group's CIDR path and CIDR, where known.
+    pub groups: Vec<(AttrPath, Ipv4Net)>,
+}
+
 /// Checks the load balancer's IP against the layout and settles it
 /// (default included). `None` when something it needs is unknown or wrong
 /// (reported).
-pub(crate) fn resolve(c: &Checked, diags: &mut Diagnostics) -> Option<ApiEndpoint> {
-    let mode = c.api_endpoint?;
-    let EndpointMode::LoadBalancer { ip } = mode else {
+pub(crate) fn resolve(
+    mode: Option<EndpointMode>,
+    c: &Layout,
+    diags: &mut Diagnostics,
+) -> Option<ApiEndpoint> {
+    let EndpointMode::LoadBalancer { ip } = mode? else {
         return Some(ApiEndpoint::FirstControlPlane);
     };
     let subnet = c.node_subnet?;
@@ -160,15 +170,11 @@ pub(crate) fn resolve(c: &Checked, diags: &mut Diagnostics) -> Option<ApiEndpoin
         fail(diags, "is the network's gateway".to_owned());
         return None;
     }
-    for (group, checked) in c.groups() {
-        let Some(cidr) = checked.cidr else { continue };
+    for (path, cidr) in &c.groups {
         if cidr.contains(&ip) {
             fail(
                 diags,
-                format!(
-                    "lies in {path} = \"{cidr}\", whose addresses belong to nodes",
-                    path = group.cidr_path()
-                ),
+                format!("lies in {path} = \"{cidr}\", whose addresses belong to nodes"),
             );
             return None;
         }
@@ -207,10 +213,7 @@ mod tests {
 
     fn error_of(input: &NetworkPlanInput) -> String {
         let diagnostics = plan(input).expect_err("a plan error");
-        let error = diagnostics
-            .iter()
-            .find(|d| d.is_error())
-            .expect("an error");
+        let error = diagnostics.iter().find(|d| d.is_error()).expect("an error");
         format!("{error}")
     }
 

@@ -95,6 +95,14 @@ fn check(input: &NetworkPlanInput) -> (attributes::Checked, Diagnostics) {
     let mut checked = attributes::check(input, &mut diagnostics);
     layout::check(&checked, &mut diagnostics);
     capacity::check(&checked, &mut diagnostics);
-    checked.endpoint = endpoint::resolve(&checked, &mut diagnostics);
+    let layout = endpoint::Layout {
+        network_cidr: checked.network_cidr,
+        node_subnet: checked.node_subnet,
+        groups: checked
+            .groups()
+            .filter_map(|(group, g)| Some((group.cidr_path(), g.cidr?)))
+            .collect(),
+    };
+    checked.endpoint = endpoint::resolve(checked.api_endpoint, &layout, &mut diagnostics);
     (checked, diagnostics)
 }

@@ -50,7 +50,10 @@ pub fn routes() -> Router<AppState> {
             "/load_balancers/{id}/actions/remove_target",
             post(remove_target),
         )
-        .route("/load_balancers/{id}/actions/add_service", post(add_service))
+        .route(
+            "/load_balancers/{id}/actions/add_service",
+            post(add_service),
+        )
         .route(
             "/load_balancers/{id}/actions/delete_service",
             post(delete_service),

@@ -13,7 +13,7 @@
 use std::net::IpAddr;
 
 use super::config::{ClusterIdentity, MachineConfig};
-use super::kube_api::KUBE_API_PORT;
+use super::ports::{KUBE_API_PORT, TRUSTD_PORT};
 use super::node::{EtcdMember, NodeState};
 use super::pki::CertificateAuthority;
 use super::secret::Secret;
@@ -25,9 +25,6 @@ pub struct Clusters<'w> {
     nodes: Vec<Peer<'w>>,
     load_balancers: Vec<Front>,
 }
-
-/// trustd's port on control planes.
-pub const TRUSTD_PORT: u16 = 50001;
 
 /// A load balancer on a private network: its IP, the ports it serves and
 /// its targets' private IPs.
@@ -93,11 +90,7 @@ impl<'w> Clusters<'w> {
 
     /// The running control plane the endpoint's host is an address of, and
     /// its config; None when no such node answers there.
-    fn at_endpoint(
-        &self,
-        endpoint: &str,
-        port: u16,
-    ) -> Option<(&'w NodeState, &'w MachineConfig)> {
+    fn at_endpoint(&self, endpoint: &str, port: u16) -> Option<(&'w NodeState, &'w MachineConfig)> {
         let host: IpAddr = endpoint_host(endpoint)?.parse().ok()?;
         let hosts = match self.load_balancers.iter().find(|lb| lb.ip == host) {
             Some(lb) if lb.ports.contains(&port) => lb.targets.clone(),

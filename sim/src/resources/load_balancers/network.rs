@@ -72,11 +72,15 @@ impl World {
                 format!("{ip} is not within the network's range {}", net.ip_range),
             ));
         }
+        // In the order a server's attachment checks them.
+        if net.is_reserved(ip) {
+            return Err(ApiError::IpNotAvailable(ip.to_string()));
+        }
         match net.subnet_containing(ip) {
             Some(s) if s.ready && s.network_zone == zone => {}
             _ => return Err(ApiError::NoSubnetAvailable),
         }
-        if net.is_reserved(ip) || self.ip_in_use(network, ip) {
+        if self.ip_in_use(network, ip) {
             return Err(ApiError::IpNotAvailable(ip.to_string()));
         }
         Ok(ip)

@@ -104,7 +104,10 @@ pub(super) fn checked_services(
     let mut services: Vec<Service> = Vec::new();
     for spec in specs {
         let service = checked_service(spec)?;
-        if services.iter().any(|s| s.listen_port == service.listen_port) {
+        if services
+            .iter()
+            .any(|s| s.listen_port == service.listen_port)
+        {
             return Err(port_used(service.listen_port));
         }
         services.push(service);
@@ -190,9 +193,8 @@ impl World {
                 let selector = spec.selector.clone().ok_or_else(|| {
                     ApiError::field("label_selector", "is required for type 'label_selector'")
                 })?;
-                Selector::parse(&selector).map_err(|e| {
-                    ApiError::field("label_selector.selector", e.reason)
-                })?;
+                Selector::parse(&selector)
+                    .map_err(|e| ApiError::field("label_selector.selector", e.reason))?;
                 TargetKind::LabelSelector { selector }
             }
             "ip" => {
@@ -224,12 +226,7 @@ impl World {
         })
     }
 
-    fn load_balancer_action(
-        &mut self,
-        id: Id,
-        command: &'static str,
-        now: Timestamp,
-    ) -> Id {
+    fn load_balancer_action(&mut self, id: Id, command: &'static str, now: Timestamp) -> Id {
         self.start_action(
             NewAction::on(command, ResourceRef::load_balancer(id), Completion::Nothing),
             now,

@@ -110,7 +110,10 @@ impl LoadBalancer {
                 json!({"ip": ipv6_address(&self.public_ipv6), "dns_ptr": null}),
             )
         } else {
-            (json!({"ip": null, "dns_ptr": null}), json!({"ip": null, "dns_ptr": null}))
+            (
+                json!({"ip": null, "dns_ptr": null}),
+                json!({"ip": null, "dns_ptr": null}),
+            )
         };
         json!({
             "id": self.id,
