@@ -369,6 +369,8 @@ fn small_plan(index: u32) -> NetworkPlan {
         pod_cidr_mask_size: Some(24),
         native_routing_cidr: Some("10.0.224.0/19".into()),
         multi_datacenter: Some(false),
+        api_endpoint: Some("first_control_plane".to_owned()),
+        load_balancer_ip: Some(None),
     };
     network_plan::plan(&input).unwrap().0
 }

@@ -115,6 +115,12 @@ variable "ccm_token" {
   sensitive   = true
 }
 
+variable "api_endpoint" {
+  description = "Where nodes and clients reach the Kubernetes API: \"first_control_plane\" (free; dies with that server) or \"load_balancer\" (a private Hetzner Load Balancer at 10.0.128.254 in front of every control plane; billed monthly)."
+  type        = string
+  default     = "first_control_plane"
+}
+
 variable "worker_pools" {
   description = "Pools by name: where they live in the node subnet, how many nodes, which server type."
   type = map(object({
@@ -138,6 +144,8 @@ data "hct_network_plan" "this" {
   # A /19 holds 32 nodes at one /24 each. (10.0.200.0/19 would not be a
   # network address: hct rejects it and says why.)
   pod_cidr = "10.0.224.0/19"
+
+  api_endpoint = var.api_endpoint
 }
 
 # Finds the Talos snapshot of this release (hct-sim has one), or builds it

@@ -136,9 +136,17 @@ impl Shared {
                 serde_json::json!({"server": server, "port": port, "target": target.to_string()})
             })
             .collect();
+        let listening: crate::resources::load_balancers::Listening =
+            lock(&self.endpoints).keys().copied().collect();
         let world = self.world();
         let mut state = world.to_admin_json(world.now);
         state["endpoints"] = serde_json::json!(endpoints);
+        // With the targets' health, which the world alone cannot tell.
+        state["load_balancers"] = world
+            .load_balancers
+            .values()
+            .map(|lb| lb.to_api(&world, Some(&listening)))
+            .collect();
         state
     }
 

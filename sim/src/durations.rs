@@ -41,7 +41,7 @@ impl FromStr for Profile {
 }
 
 /// Every command with a duration of its own, for listings (`GET /_sim/durations`).
-pub const COMMANDS: [&str; 23] = [
+pub const COMMANDS: [&str; 24] = [
     "create_server",
     "start_server",
     "stop_server",
@@ -50,6 +50,7 @@ pub const COMMANDS: [&str; 23] = [
     "reboot_server",
     "delete_server",
     "create_image",
+    "create_load_balancer",
     "change_server_type",
     "enable_rescue",
     "disable_rescue",
@@ -78,6 +79,7 @@ fn table(command: &str) -> (u64, u64, u64) {
         "reboot_server" => (100, 2_000, 8_000),
         "delete_server" => (50, 1_000, 4_000),
         "create_image" => (200, 5_000, 45_000),
+        "create_load_balancer" => (100, 3_000, 15_000),
         "change_server_type" => (200, 5_000, 60_000),
         "enable_rescue" | "disable_rescue" => (50, 500, 2_000),
         // Not an action: a rescue system writing a Talos image to the disk.

@@ -16,6 +16,7 @@ pub enum ResourceKind {
     SshKey,
     Firewall,
     PrimaryIp,
+    LoadBalancer,
 }
 
 impl ResourceKind {
@@ -28,6 +29,7 @@ impl ResourceKind {
             Self::SshKey => "ssh_key",
             Self::Firewall => "firewall",
             Self::PrimaryIp => "primary_ip",
+            Self::LoadBalancer => "load_balancer",
         }
     }
 }
@@ -77,6 +79,13 @@ impl ResourceRef {
     pub fn primary_ip(id: Id) -> Self {
         Self {
             kind: ResourceKind::PrimaryIp,
+            id,
+        }
+    }
+
+    pub fn load_balancer(id: Id) -> Self {
+        Self {
+            kind: ResourceKind::LoadBalancer,
             id,
         }
     }

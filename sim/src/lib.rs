@@ -30,6 +30,7 @@ pub mod gateway;
 pub mod ids;
 pub mod kube;
 pub mod labels;
+pub mod load_balancer_types;
 pub mod pagination;
 pub mod persist;
 pub mod ratelimit;

@@ -1,11 +1,13 @@
 //! A SOCKS5 proxy (RFC 1928: no authentication, CONNECT only) into the
 //! emulated private networks. `<private-ip>:<port>` (or `<public-ipv4>:<port>`)
 //! of a running server leads to the loopback service registered for that
-//! server and port;
+//! server and port, a load balancer's private `<ip>:<port>` to that service
+//! of one of its healthy targets;
 //! anything else gets the failure a real network would give. The proxy
 //! never connects anywhere but 127.0.0.0/8.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -14,6 +16,7 @@ use tokio::sync::watch;
 use tracing::debug;
 
 use crate::app::{AppState, lock};
+use crate::resources::load_balancers::Listening;
 use crate::resources::servers::ServerStatus;
 
 const VERSION: u8 = 5;
@@ -73,10 +76,42 @@ pub async fn serve(listener: TcpListener, sim: AppState, mut stop: watch::Receiv
     }
 }
 
+/// Spreads connections to a load balancer over its healthy targets.
+static NEXT_TARGET: AtomicUsize = AtomicUsize::new(0);
+
+/// Where a load balancer's private `ip:port` leads: a healthy target
+/// (round robin), refused when it has none or no service on that port;
+/// `None` when no load balancer has `ip`.
+fn resolve_load_balancer(
+    sim: &AppState,
+    ip: Ipv4Addr,
+    port: u16,
+) -> Option<Result<SocketAddr, Reply>> {
+    let listening: Listening = lock(&sim.endpoints).keys().copied().collect();
+    let route = sim.world().load_balancer_route(ip, port, &listening)?;
+    let Some(route) = route.filter(|r| !r.servers.is_empty()) else {
+        return Some(Err(Reply::ConnectionRefused));
+    };
+    let pick = NEXT_TARGET.fetch_add(1, Ordering::Relaxed) % route.servers.len();
+    let server = route.servers[pick];
+    let target = lock(&sim.endpoints)
+        .get(&(server, route.destination_port))
+        .copied();
+    Some(match target {
+        Some(target) if is_allowed_target(target) => Ok(target),
+        Some(_) => Err(Reply::NotAllowed),
+        None => Err(Reply::ConnectionRefused),
+    })
+}
+
 /// Where a server's address leads, or the reply that explains why nowhere.
 /// Private IPs (and aliases) and public IPv4s lead to the services
-/// registered for the server (e.g. the rescue system's SSH on port 22).
+/// registered for the server (e.g. the rescue system's SSH on port 22); a
+/// load balancer's private IP leads to one of its healthy targets.
 pub fn resolve(sim: &AppState, ip: Ipv4Addr, port: u16) -> Result<SocketAddr, Reply> {
+    if let Some(found) = resolve_load_balancer(sim, ip, port) {
+        return found;
+    }
     let server = {
         let world = sim.world();
         let public = ip.to_string();

@@ -14,6 +14,7 @@ use crate::events::SimEvent;
 use crate::faults::ActionFailure;
 use crate::resources::firewalls::Firewall;
 use crate::resources::images::Image;
+use crate::resources::load_balancers::LoadBalancer;
 use crate::resources::networks::Network;
 use crate::resources::placement_groups::PlacementGroup;
 use crate::resources::primary_ips::PrimaryIp;
@@ -39,6 +40,12 @@ struct IdCounters {
     firewall: Id,
     #[serde(default = "first_primary_ip_id")]
     primary_ip: Id,
+    #[serde(default = "first_load_balancer_id")]
+    load_balancer: Id,
+}
+
+fn first_load_balancer_id() -> Id {
+    4_400_001
 }
 
 fn first_primary_ip_id() -> Id {
@@ -60,6 +67,7 @@ impl Default for IdCounters {
             action: 80_000_001,
             firewall: first_firewall_id(),
             primary_ip: first_primary_ip_id(),
+            load_balancer: first_load_balancer_id(),
         }
     }
 }
@@ -87,6 +95,9 @@ pub struct World {
     pub firewalls: BTreeMap<Id, Firewall>,
     #[serde(default)]
     pub primary_ips: BTreeMap<Id, PrimaryIp>,
+    /// Absent from states saved before load balancers were emulated.
+    #[serde(default)]
+    pub load_balancers: BTreeMap<Id, LoadBalancer>,
     pub actions: BTreeMap<Id, Action>,
     next_id: IdCounters,
     #[serde(skip)]
@@ -117,6 +128,7 @@ impl World {
             Some(ResourceKind::PlacementGroup) => &mut self.next_id.placement_group,
             Some(ResourceKind::Firewall) => &mut self.next_id.firewall,
             Some(ResourceKind::PrimaryIp) => &mut self.next_id.primary_ip,
+            Some(ResourceKind::LoadBalancer) => &mut self.next_id.load_balancer,
             None => &mut self.next_id.action,
         };
         let id = *counter;
@@ -260,6 +272,11 @@ impl World {
                 .collect::<Vec<_>>(),
             "firewalls": self.firewalls.values().map(Firewall::to_api).collect::<Vec<_>>(),
             "primary_ips": self.primary_ips.values().map(PrimaryIp::to_api).collect::<Vec<_>>(),
+            "load_balancers": self
+                .load_balancers
+                .values()
+                .map(|lb| lb.to_api(self, None))
+                .collect::<Vec<_>>(),
             "actions": self.actions.values().map(|a| a.to_api(now)).collect::<Vec<_>>(),
         })
     }

@@ -16,6 +16,8 @@
 //! - `converge`: make a group's servers match the plan (create, adopt,
 //!   replace, re-apply configs); `scale_down`, `resize` and `placement`
 //!   (spread placement groups) are its steps.
+//! - `endpoint`: the private API load balancer of `api_endpoint =
+//!   "load_balancer"`.
 //! - `teardown`: destroying a whole cluster.
 //! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet,
 //!   and the Kubernetes API's `/readyz` (`kube_api`).
@@ -39,6 +41,7 @@ pub mod bring_up;
 pub mod budget;
 pub mod control_plane;
 mod converge;
+pub mod endpoint;
 pub mod error;
 pub mod group;
 pub mod kube_api;

@@ -20,6 +20,10 @@ pub struct Preflight<'a> {
     pub location: &'a str,
     /// Servers this change adds to the network.
     pub new_servers: usize,
+    /// The load balancer type the API endpoint needs at `location`
+    /// (the control plane of a cluster with `api_endpoint =
+    /// "load_balancer"`).
+    pub load_balancer_type: Option<&'a str>,
     pub paths: Paths,
 }
 
@@ -61,11 +65,54 @@ pub fn location(text: &str, path: AttrPath) -> (String, Option<Diagnostic>) {
 impl Preflight<'_> {
     /// Every finding; errors mean nothing may be created.
     pub async fn run(&self, client: &Client) -> Diagnostics {
-        let ((mut found, image_architecture), server_type) = tokio::join!(
+        let ((mut found, image_architecture), server_type, load_balancer) = tokio::join!(
             self.cluster_wide(client),
             client.server_type(self.server_type),
+            self.load_balancer_type(client),
         );
         self.check_server_type(server_type, image_architecture, &mut found);
+        found.extend(load_balancer);
+        found
+    }
+
+    /// The endpoint's load balancer type is sold at the control plane's
+    /// location.
+    async fn load_balancer_type(&self, client: &Client) -> Diagnostics {
+        let mut found = Diagnostics::new();
+        let Some(name) = self.load_balancer_type else {
+            return found;
+        };
+        match client.load_balancer_type(name).await {
+            Ok(Some(kind)) if kind.sold_at(self.location) => {}
+            Ok(Some(kind)) => found.push(
+                Diagnostic::error(
+                    "Load balancer type not offered at this location",
+                    format!(
+                        "The API endpoint's load balancer ({name}) is not offered in {:?}; it is \
+                         offered in: {}. Put the control plane in one of those locations, or \
+                         use api_endpoint = \"first_control_plane\" in the network plan.",
+                        self.location,
+                        kind.prices
+                            .iter()
+                            .map(|p| p.location.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .at(self.paths.location.clone()),
+            ),
+            Ok(None) => found.push(
+                Diagnostic::error(
+                    "Load balancer type not found",
+                    format!(
+                        "Hetzner offers no load balancer type {name:?}, which the API endpoint \
+                         needs. Use api_endpoint = \"first_control_plane\" in the network plan."
+                    ),
+                )
+                .at(self.paths.network_plan.clone()),
+            ),
+            Err(e) => found.push(e.to_diagnostic("reading the load balancer type")),
+        }
         found
     }
 

@@ -1,5 +1,5 @@
-//! Destroying a cluster: every server and placement group labelled with it
-//! goes, in any group (pools destroyed earlier, or left behind by a killed
+//! Destroying a cluster: every server, load balancer and placement group
+//! labelled with it goes, in any group (pools destroyed earlier, or left behind by a killed
 //! run), without resetting nodes (the whole cluster goes).
 
 use futures_util::future::join_all;
@@ -10,7 +10,8 @@ use super::naming;
 use super::wait::Deadline;
 use crate::hcloud::{Client, LabelSelector};
 
-/// Deletes every server, then every placement group, of `cluster`.
+/// Deletes every server, then the API load balancer and every placement
+/// group, of `cluster`.
 pub async fn delete_cluster(
     client: &Client,
     cluster: &str,
@@ -41,6 +42,7 @@ pub async fn delete_cluster(
     for result in join_all(deletions).await {
         result?;
     }
+    super::endpoint::delete(client, cluster).await?;
     let groups = client
         .placement_groups(&selector)
         .await

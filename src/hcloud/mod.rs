@@ -14,6 +14,7 @@ mod watcher;
 
 mod catalog;
 mod images;
+mod load_balancers;
 mod networks;
 mod placement_groups;
 mod private_server;

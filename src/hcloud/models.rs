@@ -222,3 +222,107 @@ pub struct Pagination {
     pub last_page: Option<i64>,
     pub total_entries: Option<i64>,
 }
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LoadBalancer {
+    pub id: i64,
+    pub name: String,
+    pub labels: Labels,
+    pub location: Option<Location>,
+    pub public_net: LoadBalancerPublicNet,
+    pub private_net: Vec<LoadBalancerPrivateNet>,
+    pub services: Vec<LoadBalancerService>,
+    pub targets: Vec<LoadBalancerTarget>,
+}
+
+impl LoadBalancer {
+    pub fn private_ip(&self, network: i64) -> Option<Ipv4Addr> {
+        self.private_net
+            .iter()
+            .find(|p| p.network == network)
+            .and_then(|p| p.ip.parse().ok())
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LoadBalancerPublicNet {
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LoadBalancerPrivateNet {
+    pub network: i64,
+    pub ip: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LoadBalancerService {
+    pub protocol: String,
+    pub listen_port: u16,
+    pub destination_port: u16,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LoadBalancerTarget {
+    /// `server`, `label_selector` or `ip`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub label_selector: Option<LabelSelectorTarget>,
+    pub use_private_ip: bool,
+    /// The servers a label selector stands for now.
+    pub targets: Vec<LoadBalancerServerTarget>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LabelSelectorTarget {
+    pub selector: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LoadBalancerServerTarget {
+    pub server: Option<ServerRef>,
+    pub health_status: Vec<TargetHealth>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct ServerRef {
+    pub id: i64,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct TargetHealth {
+    pub listen_port: u16,
+    /// `healthy`, `unhealthy` or `unknown`.
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LoadBalancerType {
+    pub id: i64,
+    pub name: String,
+    pub deprecated: Option<String>,
+    pub prices: Vec<LoadBalancerTypePrice>,
+}
+
+impl LoadBalancerType {
+    /// Whether the type is sold at `location` (it has a price there).
+    pub fn sold_at(&self, location: &str) -> bool {
+        self.prices.iter().any(|p| p.location == location)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct LoadBalancerTypePrice {
+    pub location: String,
+}

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use ipnet::Ipv4Net;
 
 use super::cidr::{self, CidrError};
+use super::endpoint::{self, ApiEndpoint, EndpointMode};
 use super::hetzner;
 use super::input::{GroupRef, NetworkPlanInput, NodeGroupInput, attr};
 use super::names::CONTROL_PLANE_GROUP;
@@ -31,6 +32,9 @@ pub(crate) struct Checked {
     pub pod_cidr_mask_size: Option<u8>,
     pub native_routing_cidr: Option<Ipv4Net>,
     pub multi_datacenter: Option<bool>,
+    pub api_endpoint: Option<EndpointMode>,
+    /// Settled by `endpoint::resolve` once the layout is checked.
+    pub endpoint: Option<ApiEndpoint>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -111,6 +115,12 @@ pub(crate) fn check(input: &NetworkPlanInput, diags: &mut Diagnostics) -> Checke
         pod_cidr_mask_size,
         native_routing_cidr,
         multi_datacenter: input.multi_datacenter,
+        api_endpoint: endpoint::check_attributes(
+            input.api_endpoint.as_deref(),
+            input.load_balancer_ip.as_ref().map(Option::as_deref),
+            diags,
+        ),
+        endpoint: None,
     }
 }
 

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::input::{NetworkPlanInput, NodeGroupInput};
-use super::{NetworkPlan, NodeGroup};
+use super::{FIRST_CONTROL_PLANE, LOAD_BALANCER, NetworkPlan, NodeGroup};
 
 /// Bumped whenever the document's meaning changes, so an old reader rejects
 /// a newer document instead of misreading it.
@@ -21,7 +21,7 @@ impl NetworkPlan {
             .iter()
             .map(|(name, pool)| (name.clone(), group_json(pool)))
             .collect();
-        json!({
+        let mut doc = json!({
             "version": VERSION,
             "network_cidr": self.network_cidr().to_string(),
             "node_subnet": self.node_subnet().to_string(),
@@ -38,7 +38,14 @@ impl NetworkPlan {
             "etcd_advertised_subnets": strings(self.etcd_advertised_subnets()),
             "max_nodes": self.max_nodes(),
             "placement_groups": self.placement_groups(),
-        })
+        });
+        // Only a load balancer adds fields, so that documents of clusters
+        // using the first control plane stay as they were.
+        if let Some(ip) = self.load_balancer_ip() {
+            doc["api_endpoint"] = json!(LOAD_BALANCER);
+            doc["load_balancer_ip"] = json!(ip.to_string());
+        }
+        doc
     }
 
     /// Reads a document written by [`NetworkPlan::to_json`].
@@ -85,6 +92,14 @@ impl NetworkPlan {
                     .as_bool()
                     .ok_or("\"multi_datacenter\" must be a boolean")?,
             ),
+            api_endpoint: Some(match doc.get("api_endpoint") {
+                None => FIRST_CONTROL_PLANE.to_owned(),
+                Some(_) => string(doc, "api_endpoint")?,
+            }),
+            load_balancer_ip: Some(match doc.get("load_balancer_ip") {
+                None => None,
+                Some(_) => Some(string(doc, "load_balancer_ip")?),
+            }),
         };
 
         let (plan, _warnings) = super::plan(&input).map_err(|diagnostics| {
@@ -120,7 +135,7 @@ impl NetworkPlan {
             .map(|(name, pool)| (name.clone(), group_input_json(pool)))
             .collect();
         // Keys in alphabetical order; `json!` keeps insertion order.
-        let inputs = json!({
+        let mut inputs = json!({
             "control_plane": group_input_json(self.control_plane()),
             "multi_datacenter": self.multi_datacenter(),
             "native_routing_cidr": self.native_routing_cidr().to_string(),
@@ -131,6 +146,14 @@ impl NetworkPlan {
             "service_cidr": self.service_cidr().to_string(),
             "worker_pools": pools,
         });
+        // Absent for the first control plane, so those ids stay as they were.
+        if let Some(ip) = self.load_balancer_ip() {
+            let inputs = inputs.as_object_mut().expect("an object");
+            let mut sorted: BTreeMap<String, Value> = std::mem::take(inputs).into_iter().collect();
+            sorted.insert("api_endpoint".to_owned(), json!(LOAD_BALANCER));
+            sorted.insert("load_balancer_ip".to_owned(), json!(ip.to_string()));
+            inputs.extend(sorted);
+        }
         let digest = Sha256::digest(inputs.to_string().as_bytes());
         digest
             .iter()

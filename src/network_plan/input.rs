@@ -22,6 +22,11 @@ pub struct NetworkPlanInput {
     pub pod_cidr_mask_size: Option<i64>,
     pub native_routing_cidr: Option<String>,
     pub multi_datacenter: Option<bool>,
+    /// `first_control_plane` or `load_balancer` (the caller defaults it to
+    /// the former).
+    pub api_endpoint: Option<String>,
+    /// `Some(None)`: not set (the plan picks one in `load_balancer` mode).
+    pub load_balancer_ip: Option<Option<String>>,
 }
 
 /// The control plane or one worker pool: a CIDR slice of the node subnet and
@@ -45,6 +50,8 @@ pub(crate) mod attr {
     pub const POD_CIDR_MASK_SIZE: &str = "pod_cidr_mask_size";
     pub const NATIVE_ROUTING_CIDR: &str = "native_routing_cidr";
     pub const MULTI_DATACENTER: &str = "multi_datacenter";
+    pub const API_ENDPOINT: &str = "api_endpoint";
+    pub const LOAD_BALANCER_IP: &str = "load_balancer_ip";
 }
 
 /// Names one node group, for paths and messages.
@@ -112,5 +119,7 @@ impl NetworkPlanInput {
                 )
             })
             .or_else(|| top(attr::MULTI_DATACENTER, self.multi_datacenter.is_some()))
+            .or_else(|| top(attr::API_ENDPOINT, self.api_endpoint.is_some()))
+            .or_else(|| top(attr::LOAD_BALANCER_IP, self.load_balancer_ip.is_some()))
     }
 }

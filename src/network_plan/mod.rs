@@ -14,6 +14,7 @@
 //! - `document`: the plan as a JSON document, and its id.
 //! - `hetzner`: Hetzner's rules and limits; the gateway (`hetzner::gateway`).
 //! - `names`: the control plane's group name and the Kubernetes API port.
+//! - `endpoint`: `api_endpoint` and the load balancer's IP.
 //! - `nodes`: which IP each node gets (host `i + 1` of its group's CIDR).
 //! - `cidr`: IPv4 range arithmetic.
 
@@ -22,6 +23,7 @@ mod capacity;
 mod cidr;
 mod diagram;
 mod document;
+mod endpoint;
 mod hetzner;
 mod input;
 mod layout;
@@ -33,6 +35,7 @@ mod values;
 #[cfg(test)]
 mod tests;
 
+pub use endpoint::{ApiEndpoint, FIRST_CONTROL_PLANE, LOAD_BALANCER};
 pub use hetzner::{
     HETZNER_METADATA, MAX_SERVERS_PER_NETWORK, MAX_SERVERS_PER_PLACEMENT_GROUP,
     PRIVATE_NETWORK_MTU, placement_groups_for,
@@ -90,8 +93,17 @@ pub fn plan(input: &NetworkPlanInput) -> Result<(NetworkPlan, Diagnostics), Diag
 /// Each input on its own first, then the checks that combine them.
 fn check(input: &NetworkPlanInput) -> (attributes::Checked, Diagnostics) {
     let mut diagnostics = Diagnostics::new();
-    let checked = attributes::check(input, &mut diagnostics);
+    let mut checked = attributes::check(input, &mut diagnostics);
     layout::check(&checked, &mut diagnostics);
     capacity::check(&checked, &mut diagnostics);
+    let layout = endpoint::Layout {
+        network_cidr: checked.network_cidr,
+        node_subnet: checked.node_subnet,
+        groups: checked
+            .groups()
+            .filter_map(|(group, g)| Some((group.cidr_path(), g.cidr?)))
+            .collect(),
+    };
+    checked.endpoint = endpoint::resolve(checked.api_endpoint, &layout, &mut diagnostics);
     (checked, diagnostics)
 }

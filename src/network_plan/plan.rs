@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use super::attributes::Checked;
+use super::endpoint::ApiEndpoint;
 use super::names::{CONTROL_PLANE_GROUP, KUBE_API_PORT};
 use super::{capacity, hetzner, nodes};
 
@@ -15,8 +16,10 @@ pub struct NetworkPlan {
     network_cidr: Ipv4Net,
     node_subnet: Ipv4Net,
     gateway: Ipv4Addr,
-    /// The first control-plane node, where the Kubernetes API is reached.
+    /// The first control-plane node.
     api_host: Ipv4Addr,
+    /// Where the Kubernetes API is reached.
+    api_endpoint: ApiEndpoint,
     control_plane: NodeGroup,
     worker_pools: BTreeMap<String, NodeGroup>,
     service_cidr: Ipv4Net,
@@ -69,6 +72,7 @@ impl NetworkPlan {
             node_subnet: c.node_subnet?,
             gateway: hetzner::gateway(network_cidr)?,
             api_host,
+            api_endpoint: c.endpoint?,
             control_plane,
             worker_pools,
             service_cidr: c.service_cidr?,
@@ -110,9 +114,29 @@ impl NetworkPlan {
             .collect()
     }
 
-    /// `https://<first control-plane IP>:6443`.
+    /// `https://<first control-plane IP>:6443`, or the load balancer's IP.
     pub fn cluster_endpoint(&self) -> String {
-        format!("https://{}:{KUBE_API_PORT}", self.api_host)
+        format!("https://{}:{KUBE_API_PORT}", self.api_ip())
+    }
+
+    /// The address in [`Self::cluster_endpoint`].
+    pub fn api_ip(&self) -> Ipv4Addr {
+        match self.api_endpoint {
+            ApiEndpoint::FirstControlPlane => self.api_host,
+            ApiEndpoint::LoadBalancer { ip } => ip,
+        }
+    }
+
+    pub fn api_endpoint(&self) -> ApiEndpoint {
+        self.api_endpoint
+    }
+
+    /// The load balancer's private IP, in `load_balancer` mode.
+    pub fn load_balancer_ip(&self) -> Option<Ipv4Addr> {
+        match self.api_endpoint {
+            ApiEndpoint::FirstControlPlane => None,
+            ApiEndpoint::LoadBalancer { ip } => Some(ip),
+        }
     }
 
     /// etcd peers talk over the control-plane range only.

@@ -36,6 +36,8 @@ fn reference() -> NetworkPlanInput {
         pod_cidr_mask_size: Some(24),
         native_routing_cidr: text("10.0.224.0/19"),
         multi_datacenter: Some(false),
+        api_endpoint: Some("first_control_plane".to_owned()),
+        load_balancer_ip: Some(None),
     }
 }
 

@@ -89,6 +89,20 @@ impl DataSource for NetworkPlanDataSource {
              unreachable direct routes in every layout: cloud subnets are routed, layer 3.) \
              Default: `false`.",
         ))
+        .attribute(Attribute::optional_computed("api_endpoint", Type::String).description(
+            "Where nodes and clients reach the Kubernetes API: `first_control_plane` (the \
+             default: the first control plane's private IP; free, but the endpoint dies with \
+             that server) or `load_balancer` (a private Hetzner Load Balancer, which \
+             `hct_cluster` creates, at `load_balancer_ip`, forwarding ports 6443 and 50000 to \
+             every healthy control plane; Hetzner bills it monthly). Talos' Hetzner VIP (an alias \
+             IP Talos moves itself) is not offered yet: see the private-cluster guide.",
+        ))
+        .attribute(Attribute::optional_computed("load_balancer_ip", Type::String).description(
+            "The load balancer's private IP with `api_endpoint = \"load_balancer\"`: a host of \
+             `node_subnet` outside every node CIDR, not the gateway. Default: the node \
+             subnet's last usable host (`10.0.128.254` in `10.0.128.0/24`). Null with \
+             `first_control_plane`.",
+        ))
         .attribute(Attribute::computed("id", Type::String).description("A stable hash of the inputs."))
         .attribute(Attribute::computed("gateway", Type::String).description(
             "The network gateway (first host of `network_cidr`): every node's default route.",
@@ -106,7 +120,8 @@ impl DataSource for NetworkPlanDataSource {
                 .description("Each pool's fixed private IPs, node 1 first."),
         )
         .attribute(Attribute::computed("cluster_endpoint", Type::String).description(
-            "The Kubernetes API endpoint: `https://<first control-plane IP>:6443`.",
+            "The Kubernetes API endpoint: `https://<first control-plane IP>:6443`, or \
+             `https://<load_balancer_ip>:6443` with a load balancer.",
         ))
         .attribute(
             Attribute::computed("etcd_advertised_subnets", Type::list(Type::String))
@@ -227,6 +242,14 @@ fn input_from(config: &Value) -> (NetworkPlanInput, Diagnostics) {
             other => other.as_bool(),
         },
         pod_cidr,
+        api_endpoint: match config.get("api_endpoint") {
+            Value::Null => Some(network_plan::FIRST_CONTROL_PLANE.to_owned()),
+            other => string(other),
+        },
+        load_balancer_ip: match config.get("load_balancer_ip") {
+            Value::Null => Some(None),
+            other => string(other).map(Some),
+        },
     };
     (input, diagnostics)
 }
@@ -250,6 +273,18 @@ fn state(config: &Value, plan: &NetworkPlan) -> Value {
     );
     set("multi_datacenter", Value::Bool(plan.multi_datacenter()));
     set("id", Value::string(plan.id()));
+    set(
+        "api_endpoint",
+        Value::string(match plan.api_endpoint() {
+            network_plan::ApiEndpoint::FirstControlPlane => network_plan::FIRST_CONTROL_PLANE,
+            network_plan::ApiEndpoint::LoadBalancer { .. } => network_plan::LOAD_BALANCER,
+        }),
+    );
+    set(
+        "load_balancer_ip",
+        plan.load_balancer_ip()
+            .map_or(Value::Null, |ip| Value::string(ip.to_string())),
+    );
     set("gateway", Value::string(plan.gateway().to_string()));
     set(
         "node_cidrs",

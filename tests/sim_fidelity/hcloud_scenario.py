@@ -24,6 +24,14 @@ import requests
 from hcloud import APIException, Client
 from hcloud.actions.domain import ActionFailedException
 from hcloud.images import Image
+from hcloud.load_balancer_types import LoadBalancerType
+from hcloud.load_balancers.domain import (
+    LoadBalancerAlgorithm,
+    LoadBalancerHealthCheck,
+    LoadBalancerService,
+    LoadBalancerTarget,
+    LoadBalancerTargetLabelSelector,
+)
 from hcloud.locations import Location
 from hcloud.networks.domain import NetworkRoute, NetworkSubnet
 from hcloud.server_types import ServerType
@@ -349,6 +357,89 @@ def step_faults():
     assert requests.delete(f"{ADMIN}/faults", headers=AUTH, timeout=10).status_code == 204
 
 
+def step_load_balancers():
+    lb11 = client.load_balancer_types.get_by_name("lb11")
+    assert lb11.max_services >= 3 and any(p["location"] == "nbg1" for p in lb11.prices)
+    lb31 = client.load_balancer_types.get_by_name("lb31")
+    assert not any(p["location"] == "sin" for p in lb31.prices)
+    expect_api_error(
+        "unsupported_location_for_load_balancer_type",
+        client.load_balancers.create,
+        name="nowhere", load_balancer_type=lb31, location=Location(name="sin"),
+    )
+    expect_api_error(
+        "load_balancer_not_attached_to_network",
+        client.load_balancers.create,
+        name="closed", load_balancer_type=lb11, location=Location(name="nbg1"),
+        public_interface=False,
+    )
+    created = client.load_balancers.create(
+        name="fidelity-api",
+        load_balancer_type=LoadBalancerType(name="lb11"),
+        location=Location(name="nbg1"),
+        algorithm=LoadBalancerAlgorithm(type="round_robin"),
+        labels={"suite": "fidelity", "role": "api-endpoint"},
+    )
+    assert created.action.command == "create_load_balancer"
+    created.action.wait_until_finished()
+    lb = client.load_balancers.get_by_id(created.load_balancer.id)
+    assert lb.public_net.enabled and lb.public_net.ipv4.ip and lb.private_net == []
+    assert lb.load_balancer_type.name == "lb11" and lb.location.name == "nbg1"
+    assert lb.algorithm.type == "round_robin"
+    expect_api_error("uniqueness_error", client.load_balancers.create,
+                     name="fidelity-api", load_balancer_type=lb11, location=Location(name="nbg1"))
+    # The server's address is taken; the gateway is reserved.
+    expect_api_error("ip_not_available", client.load_balancers.attach_to_network,
+                     lb, ctx["network"], ip="10.1.1.10")
+    expect_api_error("ip_not_available", client.load_balancers.attach_to_network,
+                     lb, ctx["network"], ip="10.1.0.1")
+    expect_api_error("no_subnet_available", client.load_balancers.attach_to_network,
+                     lb, ctx["network"], ip="10.1.2.7")
+    expect_api_error("load_balancer_not_attached_to_network",
+                     client.load_balancers.disable_public_interface, lb)
+    client.load_balancers.attach_to_network(lb, ctx["network"], ip="10.1.1.254").wait_until_finished()
+    expect_api_error("load_balancer_already_attached", client.load_balancers.attach_to_network,
+                     lb, ctx["network"], ip="10.1.1.253")
+    # A server cannot take the load balancer's address.
+    expect_api_error("ip_not_available", client.servers.change_alias_ips,
+                     ctx["workers"][0], ctx["network"], ["10.1.1.254"])
+    client.load_balancers.disable_public_interface(lb).wait_until_finished()
+    selector = LoadBalancerTarget(
+        type="label_selector",
+        label_selector=LoadBalancerTargetLabelSelector(selector="suite=fidelity,role=worker"),
+        use_private_ip=True,
+    )
+    client.load_balancers.add_target(lb, selector).wait_until_finished()
+    expect_api_error("target_already_defined", client.load_balancers.add_target, lb, selector)
+    for port in (6443, 50000):
+        service = LoadBalancerService(
+            protocol="tcp", listen_port=port, destination_port=port, proxyprotocol=False,
+            health_check=LoadBalancerHealthCheck(protocol="tcp", port=port, interval=5, timeout=3, retries=2),
+        )
+        client.load_balancers.add_service(lb, service).wait_until_finished()
+    expect_api_error("source_port_already_used", client.load_balancers.add_service, lb, service)
+    lb = client.load_balancers.get_by_id(lb.id)
+    assert lb.public_net.enabled is False and lb.public_net.ipv4.ip is None
+    assert [(p.network.id, p.ip) for p in lb.private_net] == [(ctx["network"].id, "10.1.1.254")]
+    assert sorted(s.listen_port for s in lb.services) == [6443, 50000]
+    assert all(s.health_check.protocol == "tcp" for s in lb.services)
+    (target,) = lb.targets
+    assert target.type == "label_selector" and target.use_private_ip
+    assert target.label_selector.selector == "suite=fidelity,role=worker"
+    members = {t.server.id for t in target.targets}
+    workers = {w.id for w in client.servers.get_all(label_selector="suite=fidelity,role=worker")}
+    assert members and members <= workers, (members, workers)
+    # Debian servers answer on neither port: unhealthy for both services.
+    for member in target.targets:
+        assert sorted(h.listen_port for h in member.health_status) == [6443, 50000]
+        assert all(h.status == "unhealthy" for h in member.health_status), member.health_status
+    found = client.load_balancers.get_all(label_selector="role=api-endpoint")
+    assert [f.id for f in found] == [lb.id]
+    assert client.load_balancers.get_by_name("fidelity-api").id == lb.id
+    client.load_balancers.delete(lb)
+    expect_api_error("not_found", client.load_balancers.get_by_id, lb.id)
+
+
 def step_cleanup():
     servers = client.servers.get_all(label_selector="suite=fidelity")
     actions = [client.servers.delete(s) for s in servers]
@@ -377,6 +468,7 @@ STEPS = [
     step_shutdown_and_resize,
     step_rescue_and_snapshot,
     step_faults,
+    step_load_balancers,
     step_cleanup,
 ]
 

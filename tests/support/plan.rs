@@ -25,6 +25,8 @@ pub fn reference(general_nodes: i64) -> NetworkPlan {
         pod_cidr_mask_size: Some(24),
         native_routing_cidr: Some("10.0.224.0/19".into()),
         multi_datacenter: Some(false),
+        api_endpoint: Some("first_control_plane".to_owned()),
+        load_balancer_ip: Some(None),
     };
     match network_plan::plan(&input) {
         Ok((plan, _)) => plan,

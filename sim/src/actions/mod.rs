@@ -90,6 +90,12 @@ pub enum Completion {
         firewall: Id,
         server: Id,
     },
+    /// A load balancer's `attach_to_network`: a failure takes it off the
+    /// network again.
+    LoadBalancerAttached {
+        load_balancer: Id,
+        network: Id,
+    },
     /// `attach_to_network`: the attachment is announced.
     Attached {
         server: Id,

@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod firewalls;
 pub mod images;
 pub mod input;
+pub mod load_balancers;
 pub mod networks;
 pub mod placement_groups;
 pub mod primary_ips;
@@ -39,6 +40,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(placement_groups::routes())
         .merge(firewalls::routes())
         .merge(primary_ips::routes())
+        .merge(load_balancers::routes())
         .merge(catalog::routes())
         .merge(actions::routes())
         .merge(actions::resource_routes("/servers", ResourceKind::Server))
@@ -47,6 +49,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .merge(actions::resource_routes(
             "/firewalls",
             ResourceKind::Firewall,
+        ))
+        .merge(actions::resource_routes(
+            "/load_balancers",
+            ResourceKind::LoadBalancer,
         ));
     routes.route_layer(from_fn_with_state(state, gateway::gate))
 }

@@ -13,7 +13,8 @@ impl World {
             Completion::Nothing
             | Completion::RouteAdded { .. }
             | Completion::FirewallApplied { .. }
-            | Completion::FirewallRemoved { .. } => {}
+            | Completion::FirewallRemoved { .. }
+            | Completion::LoadBalancerAttached { .. } => {}
             // servers/create.rs
             Completion::ServerCreated { server, starts } => self.server_created(server, starts),
             Completion::ServerDeleted { server } => self.remove_server(server),
@@ -57,6 +58,11 @@ impl World {
             } => self.discard_attachment(server, network),
             // networks/subnets.rs
             Completion::SubnetReady { network, ip_range } => self.discard_subnet(network, ip_range),
+            // load_balancers/network.rs
+            Completion::LoadBalancerAttached {
+                load_balancer,
+                network,
+            } => self.discard_load_balancer_attachment(load_balancer, network),
             // networks/routes.rs
             Completion::RouteAdded {
                 network,

@@ -8,6 +8,7 @@
 mod completions;
 pub mod firewalls;
 pub mod images;
+pub mod load_balancers;
 pub mod networks;
 pub mod placement_groups;
 pub mod primary_ips;

@@ -6,11 +6,14 @@
 //! `cluster.controlPlane.endpoint` only. Its host must be the private IP
 //! of a running control plane (the sim resolves no names); trustd there
 //! signs only for its own cluster's token, and kubelet registers only with
-//! an API server that runs there.
+//! an API server that runs there. A load balancer's private IP leads to the
+//! running control planes among its targets, for the ports it has a
+//! service on (trustd 50001, the API server 6443).
 
 use std::net::IpAddr;
 
 use super::config::{ClusterIdentity, MachineConfig};
+use super::ports::{KUBE_API_PORT, TRUSTD_PORT};
 use super::node::{EtcdMember, NodeState};
 use super::pki::CertificateAuthority;
 use super::secret::Secret;
@@ -20,6 +23,15 @@ use crate::state::World;
 /// The world's configured nodes, looked at once per step.
 pub struct Clusters<'w> {
     nodes: Vec<Peer<'w>>,
+    load_balancers: Vec<Front>,
+}
+
+/// A load balancer on a private network: its IP, the ports it serves and
+/// its targets' private IPs.
+struct Front {
+    ip: IpAddr,
+    ports: Vec<u16>,
+    targets: Vec<IpAddr>,
 }
 
 struct Peer<'w> {
@@ -40,7 +52,30 @@ impl<'w> Clusters<'w> {
                 ips: private_ips(s),
             })
             .collect();
-        Self { nodes }
+        let load_balancers = world
+            .load_balancers
+            .values()
+            .flat_map(|lb| {
+                let targets: Vec<IpAddr> = lb
+                    .targets
+                    .iter()
+                    .filter(|t| t.use_private_ip)
+                    .flat_map(|t| world.target_servers(lb, t))
+                    .filter_map(|id| world.servers.get(&id))
+                    .flat_map(private_ips)
+                    .collect();
+                let ports: Vec<u16> = lb.services.iter().map(|s| s.listen_port).collect();
+                lb.private_net.iter().map(move |p| Front {
+                    ip: IpAddr::V4(p.ip),
+                    ports: ports.clone(),
+                    targets: targets.clone(),
+                })
+            })
+            .collect();
+        Self {
+            nodes,
+            load_balancers,
+        }
     }
 
     fn in_cluster<'a>(
@@ -55,11 +90,18 @@ impl<'w> Clusters<'w> {
 
     /// The running control plane the endpoint's host is an address of, and
     /// its config; None when no such node answers there.
-    fn at_endpoint(&self, endpoint: &str) -> Option<(&'w NodeState, &'w MachineConfig)> {
+    fn at_endpoint(&self, endpoint: &str, port: u16) -> Option<(&'w NodeState, &'w MachineConfig)> {
         let host: IpAddr = endpoint_host(endpoint)?.parse().ok()?;
+        let hosts = match self.load_balancers.iter().find(|lb| lb.ip == host) {
+            Some(lb) if lb.ports.contains(&port) => lb.targets.clone(),
+            Some(_) => Vec::new(),
+            None => vec![host],
+        };
         self.nodes.iter().find_map(|p| match p.config {
             Some(config)
-                if config.is_control_plane() && p.state.is_running() && p.ips.contains(&host) =>
+                if config.is_control_plane()
+                    && p.state.is_running()
+                    && p.ips.iter().any(|ip| hosts.contains(ip)) =>
             {
                 Some((p.state, config))
             }
@@ -75,7 +117,7 @@ impl<'w> Clusters<'w> {
         endpoint: &str,
         token: &Secret,
     ) -> Result<&'w CertificateAuthority, String> {
-        let (_, config) = self.at_endpoint(endpoint).ok_or_else(|| {
+        let (_, config) = self.at_endpoint(endpoint, TRUSTD_PORT).ok_or_else(|| {
             format!("no control plane answers at the control plane endpoint {endpoint}")
         })?;
         if config.trustd_token != *token || config.os_ca.key.is_none() {
@@ -91,7 +133,7 @@ impl<'w> Clusters<'w> {
     /// to `cluster`; Err says why kubelet cannot register.
     pub fn api_server_at(&self, endpoint: &str, cluster: &ClusterIdentity) -> Result<(), String> {
         let (state, config) = self
-            .at_endpoint(endpoint)
+            .at_endpoint(endpoint, KUBE_API_PORT)
             .ok_or_else(|| format!("no Kubernetes API server answers at {endpoint}"))?;
         if config.cluster != *cluster {
             return Err(format!(

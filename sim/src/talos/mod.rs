@@ -39,6 +39,7 @@ pub mod network;
 pub mod node;
 pub mod pb;
 pub mod pki;
+pub mod ports;
 pub mod sample;
 pub mod secret;
 pub mod service;

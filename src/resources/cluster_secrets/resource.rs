@@ -99,6 +99,7 @@ async fn preflight(ctx: &Context, prior: &Value, planned: &Value) -> Diagnostics
         server_type: "",
         location: "",
         new_servers,
+        load_balancer_type: None,
         paths: Paths {
             network_id: model::attr("network_id"),
             network_plan: model::attr("network_plan"),

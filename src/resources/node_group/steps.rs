@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::cluster::budget::Budget;
+use crate::cluster::endpoint::{self, Endpoint};
 use crate::cluster::preflight::{self, Paths, Preflight};
 use crate::cluster::settings::{ClusterSettings, NodeTraits, config_sha256};
 use crate::cluster::wait::Deadline;
@@ -84,6 +85,9 @@ pub async fn preflight(
         server_type: &spec.server_type,
         location: &spec.location,
         new_servers,
+        load_balancer_type: (spec.role == Role::ControlPlane
+            && target.plan.load_balancer_ip().is_some())
+        .then_some(endpoint::LOAD_BALANCER_TYPE),
         paths: paths.clone(),
     }
     .run(client)
@@ -223,6 +227,19 @@ pub async fn converge(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     let deadline = Deadline::new(run.timeout, run.ctx.cancel.clone());
     let group = clients.group(run.settings, run.spec, &deadline, &recorder);
     let outcome = async {
+        if run.spec.role == Role::ControlPlane {
+            // Before the servers: bootstrap waits for the API through it.
+            Endpoint {
+                client: &clients.client,
+                cluster: &run.settings.cluster_name,
+                network_id: run.settings.network_id,
+                location: &run.spec.location,
+                plan: &run.settings.plan,
+                deadline: &deadline,
+            }
+            .ensure()
+            .await?;
+        }
         group.converge(run.slots).await?;
         let nodes = recorder.nodes();
         match run.spec.role {

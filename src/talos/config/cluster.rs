@@ -87,16 +87,13 @@ fn image(component: &str, node: &Node) -> String {
     images::control_plane_image(component, &node.kubernetes)
 }
 
-/// The API server's certificate names the endpoint IP; PodSecurity and the
-/// audit policy are Talos' defaults.
+/// The API server's certificate names the endpoint IP (the first control
+/// plane's, or the load balancer's); PodSecurity and the audit policy are
+/// Talos' defaults.
 fn api_server(node: &Node, plan: &NetworkPlan) -> Value {
-    let endpoint_ip = plan.control_plane().ips.first().map(ToString::to_string);
     let mut api_server = Map::new();
     api_server.insert("image".into(), json!(image("kube-apiserver", node)));
-    api_server.insert(
-        "certSANs".into(),
-        json!(endpoint_ip.into_iter().collect::<Vec<_>>()),
-    );
+    api_server.insert("certSANs".into(), json!([plan.api_ip().to_string()]));
     if node.contract.legacy_always_on_flags() {
         api_server.insert("disablePodSecurityPolicy".into(), json!(true));
     }

@@ -21,7 +21,14 @@ pub(crate) fn section(node: &Node, plan: &NetworkPlan, secrets: &Secrets) -> Val
     machine.insert("type".into(), json!(machine_type(node.role)));
     machine.insert("token".into(), json!(secrets.trustd_token));
     machine.insert("ca".into(), os_ca(node.role, secrets));
-    machine.insert("certSANs".into(), json!([]));
+    // Talos' API answers at the load balancer too (port 50000), so its
+    // certificate names that address; nothing else to add otherwise.
+    let sans: Vec<String> = plan
+        .load_balancer_ip()
+        .map(|ip| ip.to_string())
+        .into_iter()
+        .collect();
+    machine.insert("certSANs".into(), json!(sans));
     machine.insert("kubelet".into(), kubelet(node, plan));
     if node.contract.machine_network_section() {
         machine.insert("network".into(), network::machine_network(node, plan));

@@ -20,13 +20,14 @@ impl World {
             .collect()
     }
 
-    /// True when a server has `ip` in `network`, as main or alias IP.
+    /// True when a server has `ip` in `network`, as main or alias IP, or
+    /// a load balancer has it.
     pub fn ip_in_use(&self, network: Id, ip: Ipv4Addr) -> bool {
         self.servers.values().any(|s| {
             s.private_net
                 .iter()
                 .any(|p| p.network == network && (p.ip == ip || p.alias_ips.contains(&ip)))
-        })
+        }) || self.load_balancer_has_ip(network, ip)
     }
 
     /// The lowest free address in a ready subnet of `zone`.

@@ -100,6 +100,12 @@ impl World {
             }
             server.private_net.retain(|p| p.network != id);
         }
+        for lb in self.load_balancers.values_mut() {
+            lb.private_net.retain(|p| p.network != id);
+            if lb.private_net.is_empty() {
+                lb.public_enabled = true;
+            }
+        }
         for (server, ip) in detached {
             self.emit(SimEvent::DetachedFromNetwork {
                 server,

@@ -19,6 +19,10 @@ impl World {
                     .flatten()
                     .any(|p| p.ip == ip)
             })
+            || self
+                .load_balancers
+                .values()
+                .any(|lb| lb.public_ipv4 == ip || lb.public_ipv6 == ip)
     }
 
     /// A free public address of `kind`.

@@ -58,7 +58,7 @@ impl World {
                     .iter()
                     .any(|p| p.network == net.id && (p.ip == ip || p.alias_ips.contains(&ip)))
         });
-        if taken {
+        if taken || self.load_balancer_has_ip(net.id, ip) {
             return Err(ApiError::IpNotAvailable(ip.to_string()));
         }
         Ok(ip)

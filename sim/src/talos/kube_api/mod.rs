@@ -53,8 +53,8 @@ use crate::catalog::Architecture;
 use crate::resources::servers::Server;
 use crate::state::World;
 
-/// The port kube-apiserver listens on.
-pub const KUBE_API_PORT: u16 = 6443;
+// Lives in the leaf `ports`; re-exported for the `kube_api::` paths.
+pub use super::ports::KUBE_API_PORT;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 

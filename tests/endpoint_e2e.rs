@@ -1,0 +1,187 @@
+//! `api_endpoint = "load_balancer"` end to end on hct-sim, with the real
+//! Terraform (or OpenTofu) and the real kubectl: the example cluster
+//! applied with a private load balancer in front of its control planes.
+//!
+//! - the load balancer is on the network at the plan's IP (10.0.128.254),
+//!   public interface off, its target the cluster's control planes at
+//!   their private IPs, services 6443, 50000 and 50001, and it is the endpoint of
+//!   the kubeconfig, of every node's config and of the plan;
+//! - a second plan is empty;
+//! - with the first control plane powered off, `kubectl get --raw /readyz`
+//!   through the kubeconfig (over the sim's SOCKS5 proxy) keeps answering:
+//!   the load balancer leads to the healthy control planes only;
+//! - destroy leaves no load balancer.
+
+mod peers;
+mod support;
+
+use peers::kubectl::{kubectl, run, succeeded, through_proxy};
+use serde_json::Value;
+use support::Workspace;
+use support::reference::{pools, workspace};
+
+const LB_IP: &str = "10.0.128.254";
+
+/// `terraform plan -detailed-exitcode`: 0 = no changes, 2 = changes.
+fn plan_exit_code(ws: &Workspace) -> i32 {
+    let out = ws.terraform(&["plan", "-detailed-exitcode"]);
+    let code = out.status.code().unwrap_or(-1);
+    assert!(code == 0 || code == 2, "plan failed: {}", out.stderr);
+    if code == 2 {
+        eprintln!("{}", out.stdout);
+    }
+    code
+}
+
+fn load_balancers(sim: &hct_sim::SimHandle) -> Vec<Value> {
+    sim.state_json()["load_balancers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_balancer_endpoint_survives_the_first_control_plane() {
+    let kubectl = kubectl();
+    let sim = support::sim::start().await;
+    let ws = workspace(&sim);
+    ws.write("pools.auto.tfvars", &pools(1));
+    ws.write("endpoint.auto.tfvars", "api_endpoint = \"load_balancer\"\n");
+    let client = support::sim::client(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let outputs = ws.outputs();
+        let endpoint = outputs["endpoint"]["value"].as_str().unwrap().to_string();
+        assert_eq!(endpoint, format!("https://{LB_IP}:6443"));
+
+        let found = load_balancers(&sim);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let lb = &found[0];
+        assert_eq!(lb["name"], "noreturn-api");
+        assert_eq!(lb["labels"]["managed-by"], "hct");
+        assert_eq!(lb["labels"]["cluster"], "noreturn");
+        assert_eq!(lb["load_balancer_type"]["name"], "lb11");
+        assert_eq!(lb["public_net"]["enabled"], false, "{lb:#}");
+        assert_eq!(lb["private_net"][0]["ip"], LB_IP);
+        let mut ports: Vec<i64> = lb["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["listen_port"].as_i64().unwrap())
+            .collect();
+        ports.sort_unstable();
+        assert_eq!(ports, vec![6443, 50000, 50001]);
+        for service in lb["services"].as_array().unwrap() {
+            assert_eq!(service["protocol"], "tcp");
+            assert_eq!(service["health_check"]["protocol"], "tcp");
+            assert_eq!(service["destination_port"], service["listen_port"]);
+        }
+        let targets = lb["targets"].as_array().unwrap();
+        assert_eq!(targets.len(), 1, "{targets:#?}");
+        assert_eq!(targets[0]["type"], "label_selector");
+        assert_eq!(
+            targets[0]["label_selector"]["selector"],
+            "managed-by=hct,cluster=noreturn,pool=cp"
+        );
+        assert_eq!(targets[0]["use_private_ip"], true);
+        assert_eq!(
+            targets[0]["targets"].as_array().unwrap().len(),
+            3,
+            "the three control planes, not the workers: {targets:#?}"
+        );
+
+        // Every node's config points at the load balancer.
+        let endpoints: Vec<String> = sim.inspect(|w| {
+            w.servers
+                .values()
+                .filter_map(|s| s.talos.as_ref())
+                .filter_map(|t| t.node.config().map(|c| c.endpoint.clone()))
+                .collect()
+        });
+        assert_eq!(
+            endpoints.len(),
+            7,
+            "3 control planes, 3 platform and 1 general worker"
+        );
+        assert!(endpoints.iter().all(|e| *e == endpoint), "{endpoints:?}");
+
+        assert_eq!(plan_exit_code(&ws), 0, "a second plan is empty");
+
+        let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap().to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(
+            &path,
+            through_proxy(&kubeconfig, &endpoint, &sim.proxy_url()),
+        )
+        .unwrap();
+        let readyz = |what: &str| {
+            let out = succeeded(
+                what,
+                run(&kubectl, dir.path(), &path, &["get", "--raw", "/readyz"]),
+            );
+            assert_eq!(out.trim(), "ok", "{what}");
+        };
+        for n in 0..3 {
+            readyz(&format!("readyz #{n} through the load balancer"));
+        }
+
+        // The first control plane goes down; the load balancer leads to
+        // the other two.
+        let first = outputs["control_plane_nodes"]["value"][0]["server_id"]
+            .as_i64()
+            .or_else(|| {
+                outputs["control_plane_nodes"]["value"][0]["server_id"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok())
+            })
+            .expect("the first control plane's server id");
+        let runtime = tokio::runtime::Handle::current();
+        runtime.block_on(async {
+            let action = client.power_off(first).await.unwrap();
+            client
+                .wait_for_actions(
+                    vec![action],
+                    "power off",
+                    std::time::Duration::from_secs(30),
+                )
+                .await
+                .unwrap();
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while sim.inspect(|w| w.servers[&first].status.as_str() != "off") {
+            assert!(std::time::Instant::now() < deadline, "server never stopped");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let health = load_balancers(&sim)[0]["targets"][0]["targets"].clone();
+        let down: Vec<&Value> = health
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["server"]["id"] == first)
+            .collect();
+        assert_eq!(down.len(), 1, "{health:#}");
+        assert!(
+            down[0]["health_status"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|h| h["status"] == "unhealthy"),
+            "{health:#}"
+        );
+        for n in 0..6 {
+            readyz(&format!(
+                "readyz #{n} through the load balancer, first control plane off"
+            ));
+        }
+
+        ws.terraform(&["destroy", "-auto-approve"])
+            .expect_success("destroy");
+        assert!(
+            load_balancers(&sim).is_empty(),
+            "{:#?}",
+            load_balancers(&sim)
+        );
+    });
+}
