@@ -380,10 +380,13 @@ mod tests {
     #[test]
     fn action_failures_are_used_up() {
         let mut f = ActionFailure::new("create_image", Some(2));
-        assert!(f.matches("create_image") && !f.matches("create_server"));
+        assert!(
+            f.matches("create_image", std::iter::empty())
+                && !f.matches("create_server", std::iter::empty())
+        );
         assert!(!f.consume());
         assert!(f.consume());
         let mut always = ActionFailure::new("*", None);
-        assert!(always.matches("anything") && !always.consume());
+        assert!(always.matches("anything", std::iter::empty()) && !always.consume());
     }
 }

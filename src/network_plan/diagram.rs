@@ -1,5 +1,6 @@
 //! The plan as a picture: a Mermaid flowchart of the network, its node
-//! subnet, the API endpoint, the control plane and each pool with their
+//! subnet, the API endpoint (the first control plane, or the private load
+//! balancer in front of them all), the control plane and each pool with their
 //! CIDRs and node IPs, and the way out (network gateway, then the NAT box
 //! the network's `0.0.0.0/0` route points at). The plan does not take the
 //! NAT box's address, so the diagram names it by its role only.
@@ -12,7 +13,7 @@ use std::fmt::Write;
 use std::net::Ipv4Addr;
 
 use super::names::CONTROL_PLANE_GROUP;
-use super::{NetworkPlan, NodeGroup};
+use super::{ApiEndpoint, NetworkPlan, NodeGroup};
 
 /// Groups up to this size show every node; larger ones their first ones,
 /// a count, and the last, so a 97-node pool stays readable.
@@ -52,8 +53,12 @@ impl NetworkPlan {
             &mut out,
             3,
             &format!(
-                "endpoint{{{{\"API endpoint<br/>{}\"}}}}",
-                self.cluster_endpoint()
+                "endpoint{{{{\"API endpoint<br/>{}<br/>{}\"}}}}",
+                self.cluster_endpoint(),
+                match self.api_endpoint() {
+                    ApiEndpoint::FirstControlPlane => "the first control plane",
+                    ApiEndpoint::LoadBalancer { .. } => "private load balancer",
+                }
             ),
         );
         // Mermaid ids are ours (`cp`, `pool0`, …): pool names may hold `-`.
@@ -195,6 +200,8 @@ mod tests {
             pod_cidr_mask_size: Some(24),
             native_routing_cidr: Some("10.1.0.0/17".into()),
             multi_datacenter: Some(false),
+            api_endpoint: Some("first_control_plane".into()),
+            load_balancer_ip: Some(None),
         }
     }
 
@@ -213,7 +220,7 @@ mod tests {
             "network 10.0.0.0/16",
             "gateway 10.0.0.1",
             "node subnet 10.0.128.0/24",
-            "API endpoint<br/>https://10.0.128.17:6443",
+            "API endpoint<br/>https://10.0.128.17:6443<br/>the first control plane",
             "control plane 10.0.128.16/28 · 3 nodes · 1 placement group",
             "cp_1[\"cp 1<br/>10.0.128.17\"]",
             "cp_3[\"cp 3<br/>10.0.128.19\"]",
@@ -227,6 +234,21 @@ mod tests {
         }
         // The pool's name is a label only: ids stay free of `-`.
         assert!(!text.contains("edge-a_"), "{text}");
+    }
+
+    #[test]
+    fn a_load_balancer_endpoint_is_drawn_as_one() {
+        let mut with_lb = input(&[]);
+        with_lb.api_endpoint = Some("load_balancer".into());
+        with_lb.load_balancer_ip = Some(Some("10.0.128.254".into()));
+        let text = match plan(&with_lb) {
+            Ok((plan, _)) => plan.mermaid(),
+            Err(e) => panic!("expected a plan, got {e:?}"),
+        };
+        assert!(
+            text.contains("API endpoint<br/>https://10.0.128.254:6443<br/>private load balancer"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ fn fact(name: &str, ip: &str, control_plane: bool) -> NodeFacts {
         control_plane,
         kubelet_running: true,
         kubelet_version: "v1.35.2".into(),
-        control_plane_version: "v1.35.2".into(),
+        static_pod_versions: ["v1.35.2".into(), "v1.35.2".into(), "v1.35.2".into()],
         os_image: "Talos (v1.12.6)".into(),
         arch: "amd64",
     }
