@@ -4,8 +4,7 @@
 #
 # Run it against hct-sim with `scripts/demo` (see the README); against
 # Hetzner, set HCLOUD_TOKEN, HCT_TALOS_PROXY (a SOCKS5 proxy into the private
-# network, e.g. Tailscale's) and network_id, and cni_manifest to a real CNI
-# (the default is a stand-in that only hct-sim takes for one).
+# network, e.g. Tailscale's) and network_id, and cni_manifest to a real CNI.
 
 terraform {
   required_providers {
@@ -74,38 +73,15 @@ variable "max_unavailable" {
   default     = "1"
 }
 
-# The default is a STAND-IN, not a CNI: a DaemonSet that runs the pause
-# image and nothing else. hct-sim counts a DaemonSet named or labelled after
-# a known CNI (here "flannel-stand-in") as one, so the emulated nodes turn
-# Ready; a real cluster needs a real CNI: against Hetzner, set cni_manifest
-# to Cilium rendered with the plan's cilium_values (docs/guides/add-ons.md).
+# The CNI Talos installs at bootstrap, before any node is Ready: e.g. Cilium
+# rendered by the helm provider's helm_template with the plan's
+# cilium_values (docs/guides/add-ons.md). Without one the nodes stay
+# NotReady and hct does not wait for Ready. scripts/demo sets a stand-in
+# that only hct-sim takes for a CNI.
 variable "cni_manifest" {
-  description = "The CNI, as a manifest Talos installs at bootstrap (e.g. Cilium rendered by helm_template from the plan's cilium_values). The default is NOT a CNI: a pause DaemonSet that only hct-sim counts as one."
+  description = "The CNI, as a manifest Talos installs at bootstrap (e.g. Cilium rendered by helm_template from the plan's cilium_values); null: none."
   type        = string
-  default     = <<-YAML
-    apiVersion: apps/v1
-    kind: DaemonSet
-    metadata:
-      name: flannel-stand-in
-      namespace: kube-system
-      labels:
-        app.kubernetes.io/name: flannel-stand-in
-    spec:
-      selector:
-        matchLabels:
-          app.kubernetes.io/name: flannel-stand-in
-      template:
-        metadata:
-          labels:
-            app.kubernetes.io/name: flannel-stand-in
-        spec:
-          hostNetwork: true
-          tolerations:
-            - operator: Exists
-          containers:
-            - name: pause
-              image: registry.k8s.io/pause:3.10
-  YAML
+  default     = null
 }
 
 variable "ccm_token" {
@@ -175,7 +151,7 @@ resource "hct_cluster_secrets" "this" {
 resource "hct_cluster" "this" {
   worker_join   = hct_cluster_secrets.this.worker_join
   control_plane = { server_type = var.control_plane_server_type, location = var.location }
-  bootstrap_manifests = [
+  bootstrap_manifests = var.cni_manifest == null ? [] : [
     { name = "cni", contents = var.cni_manifest },
   ]
   # On by default; shown here: the approver of kubelet serving
