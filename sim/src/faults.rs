@@ -380,13 +380,17 @@ mod tests {
     #[test]
     fn action_failures_are_used_up() {
         let mut f = ActionFailure::new("create_image", Some(2));
-        assert!(
-            f.matches("create_image", std::iter::empty())
-                && !f.matches("create_server", std::iter::empty())
-        );
+        let none = std::iter::empty;
+        assert!(f.matches("create_image", none()) && !f.matches("create_server", none()));
         assert!(!f.consume());
         assert!(f.consume());
         let mut always = ActionFailure::new("*", None);
-        assert!(always.matches("anything", std::iter::empty()) && !always.consume());
+        assert!(always.matches("anything", none()) && !always.consume());
+        // One aimed at a server fails no action that is not on it.
+        let aimed: ActionFailure = serde_json::from_value(
+            serde_json::json!({"action": "start_server", "server": "noreturn-cp-1"}),
+        )
+        .unwrap();
+        assert!(!aimed.matches("start_server", none()));
     }
 }
