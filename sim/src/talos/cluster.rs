@@ -13,9 +13,9 @@
 use std::net::IpAddr;
 
 use super::config::{ClusterIdentity, MachineConfig};
-use super::ports::{KUBE_API_PORT, TRUSTD_PORT};
 use super::node::{EtcdMember, NodeState};
 use super::pki::CertificateAuthority;
+use super::ports::{KUBE_API_PORT, TRUSTD_PORT};
 use super::secret::Secret;
 use crate::resources::servers::Server;
 use crate::state::World;
