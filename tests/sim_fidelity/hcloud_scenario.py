@@ -401,8 +401,12 @@ def step_load_balancers():
     expect_api_error("load_balancer_already_attached", client.load_balancers.attach_to_network,
                      lb, ctx["network"], ip="10.1.1.253")
     # A server cannot take the load balancer's address.
+    attached = next(
+        s for s in client.servers.get_all(label_selector="suite=fidelity")
+        if s.private_net_for(ctx["network"]) is not None
+    )
     expect_api_error("ip_not_available", client.servers.change_alias_ips,
-                     ctx["workers"][0], ctx["network"], ["10.1.1.254"])
+                     attached, ctx["network"], ["10.1.1.254"])
     client.load_balancers.disable_public_interface(lb).wait_until_finished()
     selector = LoadBalancerTarget(
         type="label_selector",

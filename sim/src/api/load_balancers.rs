@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::api::input::Body;
 use crate::api::query::Query;
-use crate::api::{Filter, PathId, action_answer, created, list, no_content, ok};
+use crate::api::{Filter, PathId, action_answer, created, list, ok};
 use crate::app::{AppState, lock};
 use crate::errors::ApiError;
 use crate::load_balancer_types::LOAD_BALANCER_TYPES;
@@ -215,8 +215,10 @@ async fn delete_load_balancer(
     State(sim): State<AppState>,
     PathId(id): PathId,
 ) -> Result<Response, ApiError> {
-    sim.world().delete_load_balancer(id)?;
-    Ok(no_content())
+    let mut world = sim.world();
+    let now = world.now;
+    let action = world.delete_load_balancer(id, now)?;
+    Ok(ok(json!({"action": world.action(action)?.to_api(now)})))
 }
 
 async fn attach_to_network(

@@ -161,7 +161,9 @@ impl World {
         Ok(())
     }
 
-    pub fn delete_load_balancer(&mut self, id: Id) -> Result<(), ApiError> {
+    /// Gone at once; the answer carries a `delete_load_balancer` action,
+    /// as Hetzner's clients read it.
+    pub fn delete_load_balancer(&mut self, id: Id, now: Timestamp) -> Result<Id, ApiError> {
         if self.load_balancer(id)?.delete_protected {
             return Err(ApiError::Protected {
                 kind: "load_balancer",
@@ -169,7 +171,13 @@ impl World {
         }
         self.ensure_unlocked(ResourceRef::load_balancer(id))?;
         self.load_balancers.remove(&id);
-        Ok(())
+        let mut action = NewAction::on(
+            "delete_load_balancer",
+            ResourceRef::load_balancer(id),
+            Completion::Nothing,
+        );
+        action.locks.clear();
+        Ok(self.start_action(action, now))
     }
 
     /// `change_protection`: delete protection on or off.
