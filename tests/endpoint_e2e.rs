@@ -162,12 +162,10 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
             .filter(|t| t["server"]["id"] == first)
             .collect();
         assert_eq!(down.len(), 1, "{health:#}");
+        let statuses = down[0]["health_status"].as_array().unwrap();
+        assert!(!statuses.is_empty(), "{health:#}");
         assert!(
-            down[0]["health_status"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|h| h["status"] == "unhealthy"),
+            statuses.iter().all(|h| h["status"] == "unhealthy"),
             "{health:#}"
         );
         for n in 0..6 {

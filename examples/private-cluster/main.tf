@@ -151,14 +151,13 @@ resource "hct_cluster_secrets" "this" {
 resource "hct_cluster" "this" {
   worker_join   = hct_cluster_secrets.this.worker_join
   control_plane = { server_type = var.control_plane_server_type, location = var.location }
-  bootstrap_manifests = var.cni_manifest == null ? [] : [
+  bootstrap_manifests = var.cni_manifest == null ? null : [
     { name = "cni", contents = var.cni_manifest },
   ]
-  # On by default; shown here: the approver of kubelet serving
-  # certificates and the hcloud Secret (token and network id).
-  kubelet_serving_cert_approval = true
-  hcloud_secret                 = true
-  ccm_token                     = var.ccm_token
+  # On by default (kubelet_serving_cert_approval, hcloud_secret): the
+  # approver of kubelet serving certificates and the hcloud Secret (token
+  # and network id) for the Hetzner CCM and CSI driver.
+  ccm_token = var.ccm_token
 
   timeouts {
     create = var.create_timeout

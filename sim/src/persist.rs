@@ -90,7 +90,19 @@ pub fn save(sim: &AppState, path: &Path) -> Result<(), PersistError> {
         source,
     };
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(write)?;
+    // The state holds machine secrets and the cluster's Secrets: owner only.
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(write)?;
+        file.write_all(text.as_bytes()).map_err(write)?;
+    }
     std::fs::rename(&tmp, path).map_err(write)
 }
 

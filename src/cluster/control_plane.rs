@@ -37,7 +37,7 @@ fn foreign_join(ip: Ipv4Addr, why: &TalosError) -> ClusterError {
 /// Runs `wait` (for the control plane, on behalf of `waiter`) unless the
 /// control plane's apply fails in this run first: then it stops, saying so.
 /// A cluster not applied in this run never fails here, so the wait runs on.
-async fn unless_failed<T>(
+pub(super) async fn unless_failed<T>(
     group: &Group<'_>,
     waiter: &str,
     wait: impl Future<Output = Result<T, ClusterError>>,

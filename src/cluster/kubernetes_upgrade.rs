@@ -26,6 +26,7 @@ use tokio::sync::OnceCell;
 use tracing::info;
 
 use super::ClusterError;
+use super::control_plane;
 use super::group::Group;
 use super::kube_api::{self, KubeApi, nodes, pods};
 use super::record::NodeRecord;
@@ -213,7 +214,9 @@ pub(super) async fn kubelet_moves(
         return Ok(false);
     }
     control_plane_on_release
-        .get_or_try_init(|| until_control_plane_on(group, &target))
+        .get_or_try_init(|| {
+            control_plane::unless_failed(group, &node.name, until_control_plane_on(group, &target))
+        })
         .await?;
     let from = images
         .kubelet_release()

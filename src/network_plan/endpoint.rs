@@ -3,7 +3,7 @@
 //! - `first_control_plane` (the default): the first control plane's
 //!   private IP. Free; the endpoint dies with that server.
 //! - `load_balancer`: a private Hetzner Load Balancer at
-//!   `load_balancer_ip`, forwarding 6443 and 50000 to every healthy control
+//!   `load_balancer_ip`, forwarding 6443, 50000 and 50001 (trustd) to every healthy control
 //!   plane. Its IP must be a host of the node subnet outside every node
 //!   CIDR, not the gateway nor the subnet's first or last address. Left out,
 //!   it is the node subnet's last usable host (`10.0.128.254` in

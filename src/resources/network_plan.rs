@@ -93,7 +93,7 @@ impl DataSource for NetworkPlanDataSource {
             "Where nodes and clients reach the Kubernetes API: `first_control_plane` (the \
              default: the first control plane's private IP; free, but the endpoint dies with \
              that server) or `load_balancer` (a private Hetzner Load Balancer, which \
-             `hct_cluster` creates, at `load_balancer_ip`, forwarding ports 6443 and 50000 to \
+             `hct_cluster` creates, at `load_balancer_ip`, forwarding ports 6443 (Kubernetes), 50000 (Talos) and 50001 (trustd, for joining workers) to \
              every healthy control plane; Hetzner bills it monthly). Talos' Hetzner VIP (an alias \
              IP Talos moves itself) is not offered yet: see the private-cluster guide.",
         ))

@@ -20,7 +20,7 @@ pub fn attribute() -> Attribute {
         vec![
             part(
                 "host",
-                "The Kubernetes API: `https://<first control-plane IP>:6443` (private).",
+                "The Kubernetes API: the plan's `cluster_endpoint`, `https://<first control-plane IP or private load balancer IP>:6443` (private).",
             ),
             part(
                 "cluster_ca_certificate",

@@ -79,7 +79,15 @@ pub async fn finish(
 
 fn keep_prior(prior: &Value, state: &mut Value) {
     if !prior.is_null() {
-        for name in ["bootstrap_manifests", "bootstrap_manifest_objects"] {
+        // The add-on switches too: one switched off in a failed apply is
+        // still on in state, so the next apply deletes its objects.
+        for name in [
+            "bootstrap_manifests",
+            "bootstrap_manifest_objects",
+            "kubelet_serving_cert_approval",
+            "hcloud_secret",
+            "ccm_token",
+        ] {
             set(state, name, prior.get(name).clone());
         }
     }

@@ -127,7 +127,7 @@ pub fn schema() -> Schema {
     ))
     .attribute(Attribute::computed("id", Type::String).description("The cluster's name."))
     .attribute(Attribute::computed("endpoint", Type::String).description(
-        "The Kubernetes API: `https://<first control-plane IP>:6443` (private).",
+        "The Kubernetes API: the plan's `cluster_endpoint`, `https://<first control-plane IP or private load balancer IP>:6443` (private).",
     ))
     .attribute(Attribute::computed("control_plane_nodes", node_list_type()).description(NODE_LIST_DESCRIPTION))
     .attribute(Attribute::computed("talosconfig", Type::String).sensitive().description(

@@ -41,7 +41,7 @@ pub fn schema() -> Schema {
     )
     .attribute(
         Attribute::computed("host", Type::String)
-            .description("The Kubernetes API: `https://<first control-plane IP>:6443` (private)."),
+            .description("The Kubernetes API: the plan's `cluster_endpoint`, `https://<first control-plane IP or private load balancer IP>:6443` (private)."),
     )
     .attribute(
         Attribute::computed("cluster_ca_certificate", Type::String)
