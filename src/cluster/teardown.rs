@@ -1,6 +1,12 @@
-//! Destroying a cluster: every server, load balancer and placement group
-//! labelled with it goes, in any group (pools destroyed earlier, or left behind by a killed
-//! run), without resetting nodes (the whole cluster goes).
+//! Destroying a cluster without resetting nodes (the whole cluster goes):
+//! its servers, its API load balancer, its placement groups.
+//!
+//! Which groups: in the serial form the pools depend on the cluster, so
+//! Terraform has destroyed them first and any pool server still labelled
+//! with the cluster is left behind by a killed run: every group goes. In
+//! the parallel form the pools do not depend on the cluster, and Terraform
+//! may create them while it replaces a tainted cluster: only the control
+//! plane's group goes, the pools' are theirs.
 
 use futures_util::future::join_all;
 use tracing::info;
@@ -9,17 +15,31 @@ use super::ClusterError;
 use super::naming;
 use super::wait::Deadline;
 use crate::hcloud::{Client, LabelSelector};
+use crate::network_plan::CONTROL_PLANE_GROUP;
 
-/// Deletes every server, then the API load balancer and every placement
-/// group, of `cluster`.
+/// Which of the cluster's groups its destroy deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every group labelled with the cluster (the serial form).
+    Everything,
+    /// The control plane's only (the parallel form).
+    ControlPlane,
+}
+
+/// Deletes the servers of `cluster` in `scope`, then its API load
+/// balancer, then the placement groups in `scope`.
 pub async fn delete_cluster(
     client: &Client,
     cluster: &str,
+    scope: Scope,
     deadline: &Deadline,
 ) -> Result<(), ClusterError> {
-    let selector = LabelSelector::new()
-        .eq(naming::MANAGED_BY, naming::MANAGED_BY_HCT)
-        .eq(naming::CLUSTER, cluster);
+    let selector = match scope {
+        Scope::Everything => LabelSelector::new()
+            .eq(naming::MANAGED_BY, naming::MANAGED_BY_HCT)
+            .eq(naming::CLUSTER, cluster),
+        Scope::ControlPlane => naming::group_selector(cluster, CONTROL_PLANE_GROUP),
+    };
     let servers = client
         .servers(&selector)
         .await

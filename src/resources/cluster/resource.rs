@@ -422,8 +422,9 @@ fn finish_state(state: &mut Value, settings: &ClusterSettings) -> Result<(), Dia
     Ok(())
 }
 
-/// Deletes every server and placement group labelled with the cluster, in
-/// any group (pools destroyed earlier, or left behind by a killed run).
+/// Deletes the cluster's servers and placement groups: every group's in
+/// the serial form, the control plane's in the parallel form (see
+/// `cluster::teardown`).
 async fn destroy(ctx: &Context, prior: &Value) -> Applied {
     let client = match ctx.hcloud() {
         Ok(c) => c,
@@ -433,7 +434,12 @@ async fn destroy(ctx: &Context, prior: &Value) -> Applied {
         timeouts::limit(prior, Operation::Delete).unwrap_or(Operation::Delete.default_limit());
     let deadline = Deadline::new(timeout, ctx.cancel.clone());
     let cluster = model::text(prior, "name").to_string();
-    match teardown::delete_cluster(&client, &cluster, &deadline).await {
+    let scope = if model::parallel_form(prior) {
+        teardown::Scope::ControlPlane
+    } else {
+        teardown::Scope::Everything
+    };
+    match teardown::delete_cluster(&client, &cluster, scope, &deadline).await {
         Ok(()) => Applied::default(),
         Err(e) => {
             // Keep what still exists in state.
