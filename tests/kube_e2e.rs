@@ -27,37 +27,7 @@ use hct_sim::{FaultSpec, SimEvent, SimHandle};
 use peers::kubectl::{kubectl, run, succeeded, through_proxy};
 use serde_json::{Value, json};
 use support::Workspace;
-use support::reference::{resource_values, workspace};
-
-const CILIUM: &str = "apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: cilium
-  namespace: kube-system
-  labels:
-    k8s-app: cilium
-spec:
-  selector:
-    matchLabels:
-      k8s-app: cilium
-  template:
-    metadata:
-      labels:
-        k8s-app: cilium
-    spec:
-      containers:
-        - name: cilium-agent
-          image: quay.io/cilium/cilium:v1.18.4
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: cilium-config
-  namespace: kube-system
-data:
-  ipam: kubernetes
-  tunnel: disabled
-";
+use support::reference::{CNI_MANIFEST, resource_values, workspace};
 
 const EXTRAS: &str = "apiVersion: v1
 kind: Namespace
@@ -151,7 +121,7 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
     let sim = support::sim::start().await;
     let ws = workspace(&sim);
     tokio::task::block_in_place(|| {
-        with_manifests(&ws, &[("cilium", CILIUM), ("extras", EXTRAS)]);
+        with_manifests(&ws, &[("cilium", CNI_MANIFEST), ("extras", EXTRAS)]);
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
         plan_is_empty(&ws, "the create");
@@ -230,7 +200,7 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
         );
 
         // Day 2: a changed manifest is applied, a removed one pruned.
-        let changed = CILIUM.replace("ipam: kubernetes", "ipam: cluster-pool");
+        let changed = CNI_MANIFEST.replace("ipam: kubernetes", "ipam: cluster-pool");
         let changed = changed.replace("  tunnel: disabled\n", "");
         with_manifests(&ws, &[("cilium", &changed)]);
         let plan = ws.terraform(&["plan", "-no-color"]).expect_success("plan");
@@ -469,7 +439,7 @@ async fn a_kubernetes_upgrade_moves_the_control_plane_then_each_kubelet() {
     let sim = support::sim::start().await;
     let ws = workspace(&sim);
     tokio::task::block_in_place(|| {
-        with_manifests(&ws, &[("cilium", CILIUM)]);
+        with_manifests(&ws, &[("cilium", CNI_MANIFEST)]);
         with_kubernetes_version(&ws, "v1.34.1");
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply on v1.34.1");

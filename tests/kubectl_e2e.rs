@@ -18,20 +18,26 @@ mod support;
 
 use peers::kubectl::{kubectl, run, succeeded, through_proxy};
 use serde_json::Value;
-use support::reference::{state_attribute, workspace};
+use support::Workspace;
+use support::reference::{CNI_MANIFEST, state_attribute, workspace};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubectl_reaches_every_control_plane_through_the_proxy() {
-    let kubectl = kubectl();
-    let sim = support::sim::start().await;
-    let ws = workspace(&sim);
-    // No CNI and no approver: kubectl itself makes the nodes Ready and
-    // approves a CSR here.
+/// The example with no CNI and no approver: kubectl itself makes the nodes
+/// Ready and approves a CSR here.
+fn bare_workspace(sim: &hct_sim::SimHandle) -> Workspace {
+    let ws = workspace(sim);
     ws.write(
         "bare_override.tf",
         "resource \"hct_cluster\" \"this\" {\n  bootstrap_manifests = []\n  \
          kubelet_serving_cert_approval = false\n}\n",
     );
+    ws
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reaches_every_control_plane_through_the_proxy() {
+    let kubectl = kubectl();
+    let sim = support::sim::start().await;
+    let ws = bare_workspace(&sim);
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
@@ -107,47 +113,11 @@ fn readiness(nodes: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-const CNI: &str = r#"apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: cilium
-  namespace: kube-system
-  labels:
-    k8s-app: cilium
-spec:
-  selector:
-    matchLabels:
-      k8s-app: cilium
-  template:
-    metadata:
-      labels:
-        k8s-app: cilium
-    spec:
-      containers:
-        - name: cilium-agent
-          image: quay.io/cilium/cilium:v1.18.4
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: cilium-config
-  namespace: kube-system
-data:
-  ipam: kubernetes
-"#;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_sees_nodes_applies_approves_and_deletes() {
     let kubectl = kubectl();
     let sim = support::sim::start().await;
-    let ws = workspace(&sim);
-    // No CNI and no approver: kubectl itself makes the nodes Ready and
-    // approves a CSR here.
-    ws.write(
-        "bare_override.tf",
-        "resource \"hct_cluster\" \"this\" {\n  bootstrap_manifests = []\n  \
-         kubelet_serving_cert_approval = false\n}\n",
-    );
+    let ws = bare_workspace(&sim);
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
@@ -219,7 +189,7 @@ async fn kubectl_sees_nodes_applies_approves_and_deletes() {
 
         // Server-side apply of a CNI: the nodes turn Ready.
         let manifest = dir.path().join("cni.yaml");
-        std::fs::write(&manifest, CNI).unwrap();
+        std::fs::write(&manifest, CNI_MANIFEST).unwrap();
         let manifest = manifest.to_str().unwrap();
         let applied = kubectl_ok(
             "apply --server-side",

@@ -7,6 +7,38 @@ use super::Workspace;
 
 pub const EXAMPLE: &str = include_str!("../../examples/private-cluster/main.tf");
 
+/// A CNI as hct-sim sees one (a DaemonSet named cilium, and its
+/// ConfigMap); it runs nothing, the emulated nodes turn Ready.
+pub const CNI_MANIFEST: &str = "apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: cilium
+  namespace: kube-system
+  labels:
+    k8s-app: cilium
+spec:
+  selector:
+    matchLabels:
+      k8s-app: cilium
+  template:
+    metadata:
+      labels:
+        k8s-app: cilium
+    spec:
+      containers:
+        - name: cilium-agent
+          image: quay.io/cilium/cilium:v1.18.4
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cilium-config
+  namespace: kube-system
+data:
+  ipam: kubernetes
+  tunnel: disabled
+";
+
 /// The reference layout with `general` nodes in the general pool.
 pub fn pools(general: u32) -> String {
     pools_labelled(general, r#"{ purpose = "platform" }"#)
