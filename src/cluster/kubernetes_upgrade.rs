@@ -40,7 +40,7 @@ use crate::talos::config::{
     CONTROL_PLANE_COMPONENTS, Contract, RunningImages, config_sha256, control_plane_image,
     kubelet_image, with_control_plane_images,
 };
-use crate::talos::release::KubernetesVersion;
+use crate::talos::release::{KubernetesVersion, UpgradeStep};
 
 /// The Kubernetes release the group's configs are made for.
 pub fn target(group: &Group<'_>) -> Result<KubernetesVersion, ClusterError> {
@@ -89,10 +89,10 @@ fn check_skew(
     running: &KubernetesVersion,
     target: &KubernetesVersion,
 ) -> Result<(), ClusterError> {
-    let ((major, from), (to_major, to)) = (running.line(), target.line());
-    if to_major == major && (from..=from + 1).contains(&to) {
+    if running.upgrade_to(target) == UpgradeStep::Allowed {
         return Ok(());
     }
+    let (major, from) = running.line();
     Err(ClusterError::Refused {
         summary: "Unsupported Kubernetes upgrade",
         detail: format!(

@@ -173,6 +173,32 @@ impl KubernetesVersion {
     pub fn line(&self) -> (u32, u32) {
         (self.0.major, self.0.minor)
     }
+
+    /// Whether the control plane may move from `self` to `target`: any
+    /// patch release of its minor, or the next minor (Kubernetes' version
+    /// skew policy, as `talosctl upgrade-k8s` allows it).
+    pub fn upgrade_to(&self, target: &KubernetesVersion) -> UpgradeStep {
+        let ((major, from), (to_major, to)) = (self.line(), target.line());
+        if to_major != major || to < from {
+            UpgradeStep::Downgrade
+        } else if to > from + 1 {
+            UpgradeStep::TooFar { minors: to - from }
+        } else {
+            UpgradeStep::Allowed
+        }
+    }
+}
+
+/// What [`KubernetesVersion::upgrade_to`] says of a move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpgradeStep {
+    Allowed,
+    /// An older minor (or another major): Kubernetes does not downgrade.
+    Downgrade,
+    /// More than one minor ahead.
+    TooFar {
+        minors: u32,
+    },
 }
 
 impl FromStr for KubernetesVersion {
@@ -214,6 +240,20 @@ pub fn known_problem(version: &TalosVersion) -> Option<Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kubernetes_moves_one_minor_at_a_time_and_never_back() {
+        let k = |text: &str| KubernetesVersion::parse(text).unwrap();
+        let from = k("v1.34.1");
+        assert_eq!(from.upgrade_to(&k("v1.34.0")), UpgradeStep::Allowed);
+        assert_eq!(from.upgrade_to(&k("v1.35.2")), UpgradeStep::Allowed);
+        assert_eq!(from.upgrade_to(&k("v1.33.9")), UpgradeStep::Downgrade);
+        assert_eq!(from.upgrade_to(&k("v2.34.1")), UpgradeStep::Downgrade);
+        assert_eq!(
+            from.upgrade_to(&k("v1.36.0")),
+            UpgradeStep::TooFar { minors: 2 }
+        );
+    }
 
     fn v(text: &str) -> TalosVersion {
         TalosVersion::parse(text).unwrap()

@@ -9,7 +9,7 @@ use crate::cluster::settings::{ConfigDelivery, WorkerJoin};
 use crate::provider::Plan;
 use crate::resources::values::set;
 use crate::talos::Secrets;
-use crate::talos::release::{KubernetesVersion, TalosVersion};
+use crate::talos::release::{KubernetesVersion, TalosVersion, UpgradeStep};
 use crate::tf::{AttrPath, Diagnostic, Value};
 
 /// Defaults of the optional-computed settings.
@@ -225,25 +225,23 @@ fn kubernetes_changes(prior: &Value, proposed: &Value, source: Option<&AttrPath>
         );
         return;
     }
-    let ((major, from), (to_major, to)) = (running.line(), wanted.line());
-    let refused = if to_major != major || to < from {
-        Some(format!(
+    let (major, from) = running.line();
+    let refused = match running.upgrade_to(&wanted) {
+        UpgradeStep::Allowed => None,
+        UpgradeStep::Downgrade => Some(format!(
             "The cluster runs Kubernetes {running}; {wanted} is an older minor release, and \
              Kubernetes does not support downgrading the control plane (etcd's objects may be \
              stored in newer API versions). Set kubernetes_version to v{major}.{from}.x (any \
              patch release of v{major}.{from}) or newer."
-        ))
-    } else if to > from + 1 {
-        Some(format!(
+        )),
+        UpgradeStep::TooFar { minors } => Some(format!(
             "The cluster runs Kubernetes {running}; {wanted} is {} minor releases ahead. The \
              control plane moves one minor release at a time (Kubernetes' version skew policy, \
              and what talosctl upgrade-k8s allows): set kubernetes_version to a v{major}.{} \
              release and apply, then go on to {wanted}.",
-            to - from,
+            minors,
             from + 1
-        ))
-    } else {
-        None
+        )),
     };
     if let Some(detail) = refused {
         plan.diagnostics
