@@ -2,7 +2,7 @@
 //! (protox), so building hct needs no system `protoc`.
 //!
 //! hct serves the Terraform plugin protocol (and go-plugin's services) and is
-//! a client of the Talos machine API.
+//! a client of the Talos machine API and of the COSI state API beside it.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let served = [
@@ -10,7 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/go_plugin.proto",
         "proto/grpc_health.proto",
     ];
-    let called = ["proto/talos_machine.proto"];
+    let called = ["proto/talos_machine.proto", "proto/cosi_state.proto"];
     for file in served.iter().chain(&called) {
         println!("cargo:rerun-if-changed={file}");
     }

@@ -13,7 +13,9 @@
 //! control-plane components node by node, then the kubelets node by node,
 //! seen in hct's log and in the sim's own timeline of the images each node
 //! was given; `/version`, every Node's `kubeletVersion` and the static
-//! pods follow. An upgrade stopped half-way is finished by the next apply
+//! pods follow, and then the manifests Talos renders (kube-proxy's
+//! DaemonSet, switched on here) are applied again for the new release, as
+//! Talos' field manager. An upgrade stopped half-way is finished by the next apply
 //! without patching a node twice; a skew Kubernetes does not allow fails
 //! the plan at `kubernetes_version`.
 
@@ -262,6 +264,38 @@ fn with_kubernetes_version(ws: &Workspace, version: &str) {
     );
 }
 
+/// kube-proxy on (hct's configs turn it off for Cilium), through the
+/// control planes' config patches: Talos then renders its DaemonSet.
+fn with_kube_proxy(ws: &Workspace) {
+    ws.write(
+        "kube_proxy_override.tf",
+        "resource \"hct_cluster\" \"this\" {\n  config_patches = [yamlencode({ cluster = { proxy = { disabled = false } } })]\n}\n",
+    );
+}
+
+/// The image of the kube-proxy DaemonSet and whether Talos' field manager
+/// applied it (server-side apply, as `talosctl upgrade-k8s` does).
+fn kube_proxy(k: &Kubectl<'_>) -> (String, bool) {
+    let ds = k.json(&[
+        "get",
+        "daemonset",
+        "-n",
+        "kube-system",
+        "kube-proxy",
+        "--show-managed-fields",
+    ]);
+    let image = ds["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let applied_by_talos = ds["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|f| f["manager"] == "talos" && f["operation"] == "Apply");
+    (image, applied_by_talos)
+}
+
 /// kubectl with the cluster's admin kubeconfig through the sim's proxy.
 fn kubectl_for<'a>(sim: &SimHandle, ws: &Workspace, dir: &'a Path) -> Kubectl<'a> {
     let outputs = ws.outputs();
@@ -441,11 +475,17 @@ async fn a_kubernetes_upgrade_moves_the_control_plane_then_each_kubelet() {
     tokio::task::block_in_place(|| {
         with_manifests(&ws, &[("cilium", CNI_MANIFEST)]);
         with_kubernetes_version(&ws, "v1.34.1");
+        with_kube_proxy(&ws);
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply on v1.34.1");
         let dir = tempfile::tempdir().unwrap();
         let k = kubectl_for(&sim, &ws, dir.path());
         assert_cluster_runs(&k, "v1.34.1", true);
+        // Talos created kube-proxy at bootstrap (not applied since).
+        assert_eq!(
+            kube_proxy(&k),
+            ("registry.k8s.io/kube-proxy:v1.34.1".to_string(), false)
+        );
 
         // Skews Kubernetes does not allow fail the plan.
         for (wanted, why) in [
@@ -504,6 +544,24 @@ async fn a_kubernetes_upgrade_moves_the_control_plane_then_each_kubelet() {
         assert_eq!(kubelets.len(), 18, "{kubelets:#?}\n{log}");
         assert_one_at_a_time(&kubelets);
         assert_cluster_runs(&k, "v1.35.2", true);
+        // Then the manifests Talos renders were synced, after the kubelets.
+        assert_eq!(
+            kube_proxy(&k),
+            ("registry.k8s.io/kube-proxy:v1.35.2".to_string(), true)
+        );
+        let synced = log
+            .find("Talos' bootstrap manifests synced")
+            .unwrap_or_else(|| panic!("no manifest sync in the log:\n{log}"));
+        let before: Vec<String> =
+            node_steps(&log[..synced], "upgrading kubelet", "kubelet upgraded")
+                .into_iter()
+                .filter(|step| step.starts_with("done noreturn-cp-"))
+                .collect();
+        assert_eq!(
+            before.len(),
+            3,
+            "every control plane's kubelet moves before the sync:\n{log}"
+        );
         with_kubernetes_version(&ws, "v1.35.2");
         plan_is_empty(&ws, "the upgrade");
     });
@@ -579,6 +637,23 @@ async fn a_kubernetes_upgrade_stopped_half_way_is_finished_without_patching_a_no
         let dir = tempfile::tempdir().unwrap();
         let k = kubectl_for(&sim, &ws, dir.path());
         assert_cluster_runs(&k, "v1.35.2", false);
+        // The finishing apply also synced what Talos renders (CoreDNS).
+        let coredns = k.json(&[
+            "get",
+            "deployment",
+            "-n",
+            "kube-system",
+            "coredns",
+            "--show-managed-fields",
+        ]);
+        assert!(
+            coredns["metadata"]["managedFields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|f| f["manager"] == "talos" && f["operation"] == "Apply"),
+            "{coredns:#}"
+        );
         with_kubernetes_version(&ws, "v1.35.2");
         plan_is_empty(&ws, "finishing the upgrade");
     });

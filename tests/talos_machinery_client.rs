@@ -266,5 +266,48 @@ async fn talos_client_reads_a_cluster_hct_configured() {
         has("10.0.128.17 Kubeconfig: ") && stdout.contains(&format!("servers {endpoint}")),
         "no kubeconfig for {endpoint}"
     );
+
+    // The bootstrap manifests: Talos' client and hct's read the same ones
+    // (kube-proxy is off in hct's configs: Cilium replaces it).
+    let go_read: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("10.0.128.17 Manifest: "))
+        .map(str::to_string)
+        .collect();
+    let hct_read: Vec<String> = TalosClient::connect(&cp1, &trust)
+        .await
+        .unwrap()
+        .bootstrap_manifests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let objects: Vec<String> = m
+                .objects
+                .iter()
+                .map(|o| {
+                    format!(
+                        "{}/{}",
+                        o["kind"].as_str().unwrap(),
+                        o["metadata"]["name"].as_str().unwrap()
+                    )
+                })
+                .collect();
+            format!("{} {}", m.id, objects.join(","))
+        })
+        .collect();
+    assert_eq!(go_read, hct_read);
+    let ids: Vec<&str> = go_read.iter().filter_map(|l| l.split(' ').next()).collect();
+    assert!(
+        ids.contains(&"11-core-dns") && ids.contains(&"00-kubelet-bootstrapping-token"),
+        "{ids:?}"
+    );
+    assert!(!ids.contains(&"10-kube-proxy"), "{ids:?}");
+    assert!(
+        go_read
+            .iter()
+            .any(|l| l.starts_with("11-core-dns ") && l.contains("Deployment/coredns")),
+        "{go_read:?}"
+    );
     sim.shutdown().await.unwrap();
 }

@@ -53,6 +53,9 @@ pub enum ClusterError {
     /// waiting for it.
     #[error("{detail}")]
     ControlPlaneFailed { detail: String },
+    /// The Kubernetes API refused what hct applied.
+    #[error("{node}: {reason}")]
+    Kubernetes { node: String, reason: String },
     /// A change hct will not make, found before anything was touched.
     #[error("{detail}")]
     Refused {
@@ -134,6 +137,13 @@ impl ClusterError {
             ClusterError::Conflict(_) => {
                 Diagnostic::error("Conflicting object on Hetzner", self.to_string())
             }
+            ClusterError::Kubernetes { .. } => Diagnostic::error(
+                "The Kubernetes API refused an object",
+                format!(
+                    "{self}. The nodes run; apply again to retry (the apply is recorded as \
+                     not finished)."
+                ),
+            ),
             ClusterError::Refused { summary, detail } => Diagnostic::error(*summary, detail),
             ClusterError::ControlPlaneFailed { detail } => {
                 Diagnostic::error("The cluster's control plane failed in this apply", detail)

@@ -24,7 +24,9 @@
 //! - `running_config`: the configs nodes run, read back at refresh (drift).
 //! - `upgrade`: Talos upgrades in place, one node at a time;
 //!   `kubernetes_upgrade`: Kubernetes upgrades like `talosctl upgrade-k8s`
-//!   (control-plane components node by node, then the kubelets).
+//!   (control-plane components node by node, then the kubelets), ending
+//!   as it does with `talos_manifests`: the manifests Talos renders itself
+//!   (CoreDNS, kube-proxy) applied again for the release.
 //! - `control_plane`: a pool's waits on its control plane (until it can
 //!   take the pool's nodes; until it runs a release), which also catch a
 //!   `worker_join` that is not the cluster's.
@@ -56,6 +58,7 @@ pub mod running_config;
 mod scale_down;
 pub mod settings;
 pub mod slots;
+pub mod talos_manifests;
 pub mod teardown;
 pub mod this_run;
 pub mod upgrade;

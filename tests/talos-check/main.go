@@ -8,6 +8,8 @@
 //	talos-check version
 //	talos-check validate [-mode cloud|metal|container] [-strict=true] [-json] FILE...
 //	talos-check client -talosconfig FILE -proxy socks5://127.0.0.1:PORT [-nodes IP,...]
+//	  (Version, ServiceList and the config of each node; etcd members, the
+//	  kubeconfig and the bootstrap manifests of the first)
 package main
 
 import (
@@ -25,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/safe"
 	"golang.org/x/net/proxy"
 	"google.golang.org/grpc"
 
@@ -34,6 +37,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/siderolabs/talos/pkg/machinery/config/validation"
+	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 )
 
 const machineryModule = "github.com/siderolabs/talos/pkg/machinery"
@@ -468,6 +472,25 @@ func clientCommand(args []string) error {
 	if err == nil {
 		fmt.Printf("%s Kubeconfig: %d bytes, sha256 %x, servers %s\n", nodes[0], len(kubeconfig),
 			sha256.Sum256(kubeconfig), strings.Join(yamlValues(kubeconfig, "server"), ","))
+	}
+
+	// The bootstrap manifests the first node renders, as talosctl
+	// upgrade-k8s reads them (COSI state API, decoded by machinery's types).
+	manifests, err := safe.StateListAll[*k8s.Manifest](first, c.COSI)
+	report(nodes[0], "List Manifests", err)
+
+	if err == nil {
+		for i := range manifests.Len() {
+			m := manifests.Get(i)
+			objects := make([]string, 0, len(m.TypedSpec().Items))
+
+			for _, item := range m.TypedSpec().Items {
+				meta, _ := item.Object["metadata"].(map[string]any) //nolint:errcheck
+				objects = append(objects, fmt.Sprintf("%v/%v", item.Object["kind"], meta["name"]))
+			}
+
+			fmt.Printf("%s Manifest: %s %s\n", nodes[0], m.Metadata().ID(), strings.Join(objects, ","))
+		}
 	}
 
 	if failed > 0 {

@@ -1,7 +1,8 @@
 //! Manifests as Talos takes them (`cluster.inlineManifests`): YAML
 //! documents separated by `---`, each one object, and the bootstrap
 //! manifests controller's rule for them: create what does not exist yet,
-//! leave what exists alone, namespaces and CRDs first.
+//! leave what exists alone, namespaces and CRDs first. (Which manifests a
+//! control plane renders is `talos::manifests`.)
 
 use serde_json::Value;
 
@@ -22,19 +23,13 @@ pub fn objects(text: &str) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
-/// Creates the manifests' objects that do not exist yet, as Talos does at
-/// bootstrap: namespaces and CRDs before the rest. Objects of unknown
-/// kinds or that fail admission are skipped (Talos retries them; the sim
-/// says why in the result).
-pub fn create_missing(store: &mut ClusterStore, manifests: &[(String, String)]) -> Vec<String> {
+/// Creates the manifests' objects (manifest id, object) that do not exist
+/// yet, as Talos does at bootstrap: namespaces and CRDs before the rest.
+/// Objects of unknown kinds or that fail admission are skipped (Talos
+/// retries them; the sim says why in the result).
+pub fn create_missing(store: &mut ClusterStore, objects: Vec<(String, Value)>) -> Vec<String> {
     let mut problems = Vec::new();
-    let mut objects = Vec::new();
-    for (name, text) in manifests {
-        match self::objects(text) {
-            Ok(found) => objects.extend(found),
-            Err(e) => problems.push(format!("manifest {name}: {e}")),
-        }
-    }
+    let mut objects: Vec<Value> = objects.into_iter().map(|(_, o)| o).collect();
     let rank = |o: &Value| match o["kind"].as_str() {
         Some("Namespace") => 0,
         Some("CustomResourceDefinition") => 1,

@@ -605,9 +605,16 @@ fn a_csr_with_a_foreign_san_is_not_safe() {
 
 #[test]
 fn bootstrap_manifests_create_only_what_is_missing() {
+    let parsed = |text: &str| -> Vec<(String, Value)> {
+        super::manifests::objects(text)
+            .unwrap()
+            .into_iter()
+            .map(|o| ("m".to_string(), o))
+            .collect()
+    };
     let mut store = ClusterStore::new(1_700_000_000);
     let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: extra}\ndata: {a: '1'}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: extra}\n---\n";
-    let problems = super::manifests::create_missing(&mut store, &[("m".into(), text.into())]);
+    let problems = super::manifests::create_missing(&mut store, parsed(text));
     assert_eq!(problems, Vec::<String>::new());
     let c = call(
         &mut store,
@@ -618,7 +625,7 @@ fn bootstrap_manifests_create_only_what_is_missing() {
     );
     assert_eq!(c.body["data"]["a"], "1", "the namespace came first");
     let changed = text.replace("a: '1'", "a: '2'");
-    super::manifests::create_missing(&mut store, &[("m".into(), changed)]);
+    super::manifests::create_missing(&mut store, parsed(&changed));
     let c = call(
         &mut store,
         "GET",
@@ -629,10 +636,7 @@ fn bootstrap_manifests_create_only_what_is_missing() {
     assert_eq!(c.body["data"]["a"], "1", "existing objects are left alone");
     let unknown = super::manifests::create_missing(
         &mut store,
-        &[(
-            "x".into(),
-            "apiVersion: nope/v1\nkind: Thing\nmetadata: {name: t}\n".into(),
-        )],
+        parsed("apiVersion: nope/v1\nkind: Thing\nmetadata: {name: t}\n"),
     );
     assert_eq!(unknown, ["no resource serves nope/v1 Thing"]);
 }

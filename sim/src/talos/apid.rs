@@ -15,6 +15,7 @@ use tracing::debug;
 
 use super::auth::Caller;
 use super::calls::NodeRef;
+use super::pb::cosi::state_server::StateServer;
 use super::pb::machine_service_server::MachineServiceServer;
 use super::pki::{self, CertificateAuthority, PkiError};
 use super::service::MachineApi;
@@ -88,6 +89,7 @@ impl Apid {
             clients,
             connections,
         ));
+        let state = MachineApi::new(sim.clone(), spec.node);
         let api = MachineApi::new(sim, spec.node);
         let (shutdown, stopped) = oneshot::channel::<()>();
         let incoming = ReceiverStream::new(incoming).map(Ok::<_, std::io::Error>);
@@ -95,6 +97,7 @@ impl Apid {
         tokio::spawn(async move {
             let served = tonic::transport::Server::builder()
                 .add_service(MachineServiceServer::new(api))
+                .add_service(StateServer::new(state))
                 .serve_with_incoming_shutdown(incoming, async {
                     let _ = stopped.await;
                 })

@@ -20,6 +20,8 @@ pub enum Caller {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
     ApplyConfiguration,
+    /// The COSI state API's List (resources such as the manifests).
+    CosiList,
     Bootstrap,
     EtcdMemberList,
     Kubeconfig,
@@ -36,7 +38,9 @@ impl Call {
     fn roles(self) -> &'static [&'static str] {
         const ADMIN: &[&str] = &["os:admin"];
         match self {
-            Self::Version | Self::ServiceList => &["os:admin", "os:operator", "os:reader"],
+            Self::Version | Self::ServiceList | Self::CosiList => {
+                &["os:admin", "os:operator", "os:reader"]
+            }
             Self::EtcdMemberList => &["os:admin", "os:operator", "os:reader", "os:etcd:backup"],
             Self::Reboot => &["os:admin", "os:operator"],
             Self::ApplyConfiguration

@@ -24,17 +24,21 @@
 //! an `apid` per node that `supervisor` starts and stops, along with a
 //! `kube_api` per control plane whose etcd runs; `tls`, `auth` and `pki`
 //! are its certificates and roles; `faults` injects trouble; `sample` makes
-//! secrets, configs and client certificates for tests.
+//! secrets, configs and client certificates for tests. `manifests` renders
+//! the bootstrap manifests a control plane's config makes, which `cosi`
+//! lists over the COSI state API beside the machine API.
 
 pub mod apid;
 pub mod auth;
 pub mod calls;
 pub mod cluster;
 pub mod config;
+pub mod cosi;
 pub mod faults;
 pub mod kube_api;
 pub mod kubeconfig;
 pub mod lifecycle;
+pub mod manifests;
 pub mod network;
 pub mod node;
 pub mod pb;

@@ -31,7 +31,7 @@ impl MachineApi {
         Self { sim, node }
     }
 
-    fn authorize<T>(&self, request: &Request<T>, call: Call) -> Result<(), Status> {
+    pub(super) fn authorize<T>(&self, request: &Request<T>, call: Call) -> Result<(), Status> {
         let caller = request
             .extensions()
             .get::<Caller>()
@@ -57,7 +57,7 @@ impl MachineApi {
     }
 
     /// The world, as of now.
-    fn world(&self) -> WorldGuard<'_> {
+    pub(super) fn world(&self) -> WorldGuard<'_> {
         let mut world = self.sim.world();
         let now = world.now;
         lifecycle::settle(&mut world, now);
@@ -81,7 +81,7 @@ impl MachineApi {
 
     /// The node that answers: this one, or the peer the `node` metadata
     /// names; with the metadata the answer says which node it came from.
-    fn target<T>(
+    pub(super) fn target<T>(
         &self,
         world: &WorldGuard<'_>,
         request: &Request<T>,

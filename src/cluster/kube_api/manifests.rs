@@ -16,6 +16,9 @@ use crate::cluster::wait::Deadline;
 
 /// The field manager of hct's server-side applies.
 pub const FIELD_MANAGER: &str = "hct";
+/// The field manager Talos (and `talosctl upgrade-k8s`) applies its own
+/// bootstrap manifests with.
+pub const TALOS_FIELD_MANAGER: &str = "talos";
 
 /// One object, as state records what a manifest made.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -211,13 +214,60 @@ pub async fn sync(
     adopt: bool,
     deadline: &Deadline,
 ) -> Result<(), String> {
-    let mut mapper = Mapper::default();
     let mut objects = Vec::new();
     for (name, text) in manifests {
         for object in self::objects(text).map_err(|e| format!("manifest {name}: {e}"))? {
             objects.push((name.clone(), object));
         }
     }
+    let mut mapper = Mapper::default();
+    let manager = if adopt {
+        Manager::HctAdopting
+    } else {
+        Manager::Hct
+    };
+    apply_all(api, &mut mapper, objects, manager, deadline).await?;
+    delete_all(api, &mut mapper, stale, deadline).await
+}
+
+/// Who applies: hct for its manifests (taking over what Talos created,
+/// when adopting), or Talos' own field manager for the manifests Talos
+/// renders, as `talosctl upgrade-k8s` applies them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Manager {
+    Hct,
+    HctAdopting,
+    Talos,
+}
+
+impl Manager {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Hct | Self::HctAdopting => FIELD_MANAGER,
+            Self::Talos => TALOS_FIELD_MANAGER,
+        }
+    }
+}
+
+/// Applies `objects` (each with the name of its manifest) with server-side
+/// apply as `manager`, forcing conflicts: namespaces and CRDs first, kinds
+/// not served yet retried until `deadline`.
+pub async fn apply(
+    api: &KubeApi<'_>,
+    objects: Vec<(String, Value)>,
+    manager: Manager,
+    deadline: &Deadline,
+) -> Result<(), String> {
+    apply_all(api, &mut Mapper::default(), objects, manager, deadline).await
+}
+
+async fn apply_all(
+    api: &KubeApi<'_>,
+    mapper: &mut Mapper,
+    mut objects: Vec<(String, Value)>,
+    manager: Manager,
+    deadline: &Deadline,
+) -> Result<(), String> {
     let rank = |o: &Value| match o["kind"].as_str() {
         Some("Namespace") => 0,
         Some("CustomResourceDefinition") => 1,
@@ -238,7 +288,7 @@ pub async fn sync(
                 unserved.push(entry);
                 continue;
             };
-            apply_one(api, manifest, &id, &path, object, adopt).await?;
+            apply_one(api, manifest, &id, &path, object, manager).await?;
         }
         if unserved.is_empty() {
             break;
@@ -272,6 +322,15 @@ pub async fn sync(
         }
         pending = unserved;
     }
+    Ok(())
+}
+
+async fn delete_all(
+    api: &KubeApi<'_>,
+    mapper: &mut Mapper,
+    stale: &[ObjectRef],
+    deadline: &Deadline,
+) -> Result<(), String> {
     for id in stale {
         stopped(deadline)?;
         // A kind no longer served (its CRD went first): nothing to delete.
@@ -312,9 +371,9 @@ async fn apply_one(
     id: &ObjectRef,
     path: &str,
     object: &Value,
-    adopt: bool,
+    manager: Manager,
 ) -> Result<(), String> {
-    let query = format!("{path}?fieldManager={FIELD_MANAGER}&force=true");
+    let query = format!("{path}?fieldManager={}&force=true", manager.name());
     let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
     let answer = api
         .call("PATCH", &query, Some("application/apply-patch+yaml"), &body)
@@ -326,7 +385,7 @@ async fn apply_one(
             answer.message()
         ));
     }
-    if adopt {
+    if manager == Manager::HctAdopting {
         take_ownership(api, path, &answer.body)
             .await
             .map_err(|why| format!("manifest {manifest}: adopting {id}: {why}"))?;

@@ -4,8 +4,10 @@
 //! to take them over; on an update, the manifests that changed are applied
 //! and the objects that left them deleted; hct's own add-ons (the CSR
 //! approver, the `hcloud` Secret) are applied on every apply, and deleted
-//! when switched off; and when the manifests bring a CNI, the wait until
-//! every control plane is Ready, within the apply's deadline.
+//! when switched off; after a Talos or Kubernetes upgrade, the manifests
+//! Talos renders itself are applied again (`cluster::talos_manifests`, as
+//! `talosctl upgrade-k8s` ends); and when the manifests bring a CNI, the
+//! wait until every control plane is Ready, within the apply's deadline.
 //!
 //! `kubernetes_synced` records whether that all went through: after a
 //! failure (at create too) it is false, the plan says true, so the next
@@ -18,6 +20,7 @@ use crate::cluster::addons;
 use crate::cluster::kube_api::KubeApi;
 use crate::cluster::kube_api::manifests::{self, ObjectRef};
 use crate::cluster::settings::ClusterSettings;
+use crate::cluster::talos_manifests;
 use crate::cluster::wait::Deadline;
 use crate::provider::Context;
 use crate::resources::node_group::Outcome;
@@ -193,13 +196,35 @@ async fn converge(
         .collect();
     apply.extend(own.apply);
     stale.extend(own.delete);
+    let own_names: Vec<String> = after
+        .iter()
+        .map(|(name, _)| name.clone())
+        .chain([addons::APPROVER_MANIFEST.to_string()])
+        .collect();
     if !apply.is_empty() || !stale.is_empty() {
         manifests::sync(&api, &apply, &stale, full, deadline)
             .await
             .map_err(|why| sync_failed(&why))?;
     }
+    // After an upgrade (or an apply that did not finish), the objects of
+    // the manifests Talos renders follow the release, as after `talosctl
+    // upgrade-k8s`.
+    if !prior.is_null() && (full || release_moved(prior, state)) {
+        let trust = settings.api_trust().map_err(|e| e.to_diagnostic())?;
+        talos_manifests::sync(nodes, &trust, proxy, &api, &own_names, deadline)
+            .await
+            .map_err(|e| e.to_diagnostic())?;
+    }
     let rule = CniRule::Known(model::brings_cni(&after));
     ready::wait_ready(ctx, deadline, settings, nodes, rule).await
+}
+
+/// Whether the apply moved the cluster to another Talos or Kubernetes
+/// release.
+fn release_moved(prior: &Value, state: &Value) -> bool {
+    ["talos_version", "kubernetes_version"]
+        .iter()
+        .any(|name| prior.get(name) != state.get(name))
 }
 
 fn sync_failed(why: &str) -> Diagnostic {

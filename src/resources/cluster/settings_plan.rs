@@ -260,7 +260,9 @@ fn kubernetes_changes(prior: &Value, proposed: &Value, source: Option<&AttrPath>
                      the next; then the kubelets, one control plane at a time, then each pool's \
                      nodes (its update_strategy at a time), each Node reporting kubelet {wanted} \
                      (and Ready when a CNI runs) before the next. Pools wait until every control \
-                     plane runs {wanted}. An interrupted upgrade goes on at the next apply."
+                     plane runs {wanted}. Then the manifests Talos renders (CoreDNS, kube-proxy \
+                     when on) are applied again. An interrupted upgrade goes on at the next \
+                     apply."
                 ),
             )
             .at(attr("kubernetes_version")),

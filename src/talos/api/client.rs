@@ -23,6 +23,8 @@ pub const APID_PORT: u16 = 50000;
 pub const MACHINE_CONFIG_PATH: &str = "/system/state/config.yaml";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The largest answer hct decodes (a config, a kubeconfig, manifests).
+pub(super) const MAX_ANSWER: usize = 64 * 1024 * 1024;
 
 /// How `ApplyConfiguration` takes effect. Always explicit: Talos' default
 /// (REBOOT) is deprecated and surprising.
@@ -67,8 +69,10 @@ enum Probe {
 
 /// A connected client of one node.
 pub struct TalosClient {
-    node: String,
+    pub(super) node: String,
     inner: MachineServiceClient<Channel>,
+    /// The connection, for the COSI state API beside the machine API.
+    pub(super) channel: Channel,
     /// Sent as the `node` metadata: apid forwards the call to that node.
     target: Option<String>,
 }
@@ -146,7 +150,8 @@ impl TalosClient {
             .map_err(|e| classify_dial_error(&node, &e))?;
         Ok(Self {
             node,
-            inner: MachineServiceClient::new(channel).max_decoding_message_size(64 * 1024 * 1024),
+            inner: MachineServiceClient::new(channel.clone()).max_decoding_message_size(MAX_ANSWER),
+            channel,
             target: None,
         })
     }
@@ -157,7 +162,7 @@ impl TalosClient {
         self
     }
 
-    fn request<T>(&self, message: T) -> Request<T> {
+    pub(super) fn request<T>(&self, message: T) -> Request<T> {
         let mut request = Request::new(message);
         if let Some(node) = self
             .target
@@ -169,7 +174,7 @@ impl TalosClient {
         request
     }
 
-    fn rejected(&self, call: &'static str, status: Status) -> TalosError {
+    pub(super) fn rejected(&self, call: &'static str, status: Status) -> TalosError {
         classify_status(&self.node, call, status)
     }
 
@@ -385,7 +390,7 @@ impl TalosClient {
         Ok(())
     }
 
-    fn protocol(&self, call: &'static str, reason: &str) -> TalosError {
+    pub(super) fn protocol(&self, call: &'static str, reason: &str) -> TalosError {
         TalosError::Protocol {
             node: self.node.clone(),
             call,

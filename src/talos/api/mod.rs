@@ -1,10 +1,12 @@
 //! A client of the Talos machine API (apid): maintenance-mode and mTLS
 //! connections, dialing through a SOCKS5 proxy, and the calls hct needs to
-//! bring nodes from first boot to a bootstrapped cluster.
+//! bring nodes from first boot to a bootstrapped cluster (`client`), and to
+//! read the bootstrap manifests a control plane renders (`manifests`).
 
 mod answers;
 mod client;
 pub mod error;
+mod manifests;
 pub mod tls;
 
 pub use client::{
@@ -12,9 +14,15 @@ pub use client::{
     Service, TalosClient,
 };
 pub use error::TalosError;
+pub use manifests::{MANIFEST_NAMESPACE, MANIFEST_TYPE, RenderedManifest};
 pub use tls::{AdminCredentials, Trust};
 
-/// Code generated at build time from `proto/talos_machine.proto`.
+/// Code generated at build time from `proto/talos_machine.proto`, and in
+/// `cosi` from `proto/cosi_state.proto`.
 pub mod pb {
     tonic::include_proto!("machine");
+
+    pub mod cosi {
+        tonic::include_proto!("cosi.resource");
+    }
 }

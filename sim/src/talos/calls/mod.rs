@@ -139,7 +139,7 @@ fn talos(server: &Server) -> Result<&TalosNode, CallError> {
 }
 
 /// The node, if the Talos start the call reached is still running.
-fn node(world: &World, at: NodeRef) -> Result<(&Server, &TalosNode), CallError> {
+pub(crate) fn node(world: &World, at: NodeRef) -> Result<(&Server, &TalosNode), CallError> {
     let server = world.servers.get(&at.server).ok_or(CallError::Rebooting)?;
     let talos = talos(server)?;
     if !talos.node.is_running() || talos.node.run.incarnation != at.incarnation {
@@ -157,7 +157,10 @@ fn node_mut(world: &mut World, at: NodeRef) -> Result<&mut TalosNode, CallError>
         .ok_or(CallError::Rebooting)
 }
 
-fn configured(talos: &TalosNode, call: &'static str) -> Result<MachineConfig, CallError> {
+pub(crate) fn configured(
+    talos: &TalosNode,
+    call: &'static str,
+) -> Result<MachineConfig, CallError> {
     talos
         .node
         .config()

@@ -196,7 +196,19 @@ pub struct Cluster {
     pub controller_manager: Option<Component>,
     pub scheduler: Option<Component>,
     pub network: Option<ClusterNetwork>,
+    pub proxy: Option<Addon>,
+    #[serde(rename = "coreDNS")]
+    pub core_dns: Option<Addon>,
     pub inline_manifests: Vec<InlineManifest>,
+}
+
+/// `cluster.proxy`, `cluster.coreDNS`: Talos renders their manifests
+/// unless disabled, with Talos' default image unless one is named.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Addon {
+    pub disabled: bool,
+    pub image: Option<String>,
 }
 
 /// `cluster.inlineManifests[]`: what Talos applies at bootstrap.

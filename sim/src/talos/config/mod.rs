@@ -83,6 +83,13 @@ pub struct MachineConfig {
     pub kubelet_version: Option<String>,
     /// `cluster.inlineManifests`: (name, contents), applied at bootstrap.
     pub inline_manifests: Vec<(String, Secret)>,
+    /// `cluster.token` (`<id>.<secret>`): the kubelets' bootstrap token.
+    pub bootstrap_token: Secret,
+    /// `cluster.proxy.image` (None: Talos' default), unless kube-proxy is
+    /// disabled (then the outer None).
+    pub kube_proxy: Option<Option<String>>,
+    /// `cluster.coreDNS.image` likewise.
+    pub core_dns: Option<Option<String>>,
     pub routes: Vec<Route>,
     /// Where kubelet and etcd take their addresses from.
     pub subnets: Subnets,
@@ -219,7 +226,14 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         id: required(cluster.id.as_ref(), "cluster.id")?,
         secret: Secret::new(required(cluster.secret.as_ref(), "cluster.secret")?),
     };
-    required(cluster.token.as_ref(), "cluster.token")?;
+    let bootstrap_token = Secret::new(required(cluster.token.as_ref(), "cluster.token")?);
+    let addon = |addon: Option<&documents::Addon>| match addon {
+        Some(a) if a.disabled => None,
+        Some(a) => Some(a.image.clone()),
+        None => Some(None),
+    };
+    let kube_proxy = addon(cluster.proxy.as_ref());
+    let core_dns = addon(cluster.core_dns.as_ref());
     let endpoint = endpoint(&required(
         cluster
             .control_plane
@@ -270,6 +284,9 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         scheduler_version,
         kubelet_version,
         inline_manifests,
+        bootstrap_token,
+        kube_proxy,
+        core_dns,
         routes,
         subnets,
         warnings,

@@ -1,8 +1,9 @@
 //! What Talos and the kubelets put in a cluster's Kubernetes store
 //! (`crate::kube`), and API requests answered from it: before each request
 //! the store learns which nodes' kubelets run (and at which version), and
-//! on the first request after bootstrap it gets the `inlineManifests` of
-//! the control plane that serves, created where absent as Talos' bootstrap
+//! on the first request after bootstrap it gets the bootstrap manifests the
+//! control plane that serves renders (`talos::manifests`: Talos' own and
+//! the `inlineManifests`), created where absent as Talos' bootstrap
 //! manifests controller does.
 
 use super::version::KubernetesVersion;
@@ -15,20 +16,22 @@ use crate::state::World;
 use crate::talos::calls::NodeRef;
 use crate::talos::cluster;
 use crate::talos::config::{ClusterIdentity, MachineConfig};
+use crate::talos::lifecycle;
+use crate::talos::manifests as rendered;
 use crate::talos::services;
+use crate::talos::version::TalosVersion;
 
 /// Answers an API request at the control plane `at`.
 pub fn serve(world: &mut World, now: Timestamp, at: NodeRef, request: &ApiRequest) -> Answer {
-    let Some(config) = world
+    let Some((config, talos)) = world
         .servers
         .get(&at.server)
         .and_then(|s| s.talos.as_ref())
-        .and_then(|t| t.node.config())
-        .cloned()
+        .and_then(|t| Some((t.node.config()?.clone(), lifecycle::running_version(t)?)))
     else {
         return crate::kube::KubeError::NoRoute.into();
     };
-    sync(world, now, &config);
+    sync(world, now, &config, &talos);
     let now = now.unix_seconds();
     let store = world.kube.cluster(&config.cluster.id, now);
     store.now = now;
@@ -36,20 +39,25 @@ pub fn serve(world: &mut World, now: Timestamp, at: NodeRef, request: &ApiReques
 }
 
 /// Brings the cluster's store in line with its nodes; `config` is the
-/// serving control plane's, whose inline manifests Talos applies at
-/// bootstrap.
-pub fn sync(world: &mut World, now: Timestamp, config: &MachineConfig) {
+/// serving control plane's (running `talos`), whose bootstrap manifests
+/// Talos applies at bootstrap.
+pub fn sync(world: &mut World, now: Timestamp, config: &MachineConfig, talos: &TalosVersion) {
     let facts = facts(world, &config.cluster);
     let now = now.unix_seconds();
     let store = world.kube.cluster(&config.cluster.id, now);
     store.now = now;
     if !store.bootstrap_manifests_applied {
-        let manifests: Vec<(String, String)> = config
-            .inline_manifests
-            .iter()
-            .map(|(name, text)| (name.clone(), text.expose().to_string()))
-            .collect();
-        for problem in manifests::create_missing(store, &manifests) {
+        let mut problems = Vec::new();
+        let objects: Vec<(String, serde_json::Value)> =
+            rendered::render(config, talos, &mut problems)
+                .into_iter()
+                .flat_map(|m| {
+                    let id = m.id;
+                    m.objects.into_iter().map(move |o| (id.clone(), o))
+                })
+                .collect();
+        problems.extend(manifests::create_missing(store, objects));
+        for problem in problems {
             tracing::debug!("emulated bootstrap manifests: {problem}");
         }
         store.bootstrap_manifests_applied = true;
