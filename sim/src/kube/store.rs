@@ -208,7 +208,12 @@ impl ClusterStore {
                 ));
             }
         };
-        if let Err(reason) = dns_subdomain(&name) {
+        let valid = if resource.group == "rbac.authorization.k8s.io" {
+            path_segment(&name)
+        } else {
+            dns_subdomain(&name)
+        };
+        if let Err(reason) = valid {
             return Err(invalid(
                 resource,
                 &name,
@@ -427,6 +432,21 @@ fn dns_subdomain(name: &str) -> Result<(), String> {
                 && part.chars().all(|c| alnum(c) || c == '-')
         });
     if ok { Ok(()) } else { Err(REASON.into()) }
+}
+
+/// RBAC objects' names (`system:coredns`): anything that can be a path
+/// segment, as kube-apiserver's RBAC validation allows.
+fn path_segment(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("name or generateName is required".into());
+    }
+    if name == "." || name == ".." {
+        return Err(format!("may not be '{name}'"));
+    }
+    match ["/", "%"].iter().find(|bad| name.contains(*bad)) {
+        Some(bad) => Err(format!("may not contain '{bad}'")),
+        None => Ok(()),
+    }
 }
 
 /// A random UUID (version 4), as object uids are.

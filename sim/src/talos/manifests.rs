@@ -136,14 +136,28 @@ fn bootstrap_token(config: &MachineConfig) -> Value {
     })
 }
 
+/// A ClusterRoleBinding of `role` to a group.
 fn binding(name: &str, role: &str, group: &str) -> Value {
+    bind(
+        name,
+        role,
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}),
+    )
+}
+
+fn bind(name: &str, role: &str, subject: Value) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
         "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
+        "subjects": [subject],
     })
+}
+
+/// kube-system's ServiceAccount `name`, as a binding's subject.
+fn account(name: &str) -> Value {
+    json!({"kind": "ServiceAccount", "name": name, "namespace": KUBE_SYSTEM})
 }
 
 fn kubeconfig_in_cluster() -> Value {
@@ -180,13 +194,7 @@ fn kube_proxy(config: &MachineConfig, image: &str) -> Vec<Value> {
         .join(",");
     vec![
         service_account("kube-proxy"),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "kube-proxy"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-proxier"},
-            "subjects": [{"kind": "ServiceAccount", "name": "kube-proxy", "namespace": KUBE_SYSTEM}],
-        }),
+        bind("kube-proxy", "system:node-proxier", account("kube-proxy")),
         json!({
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
@@ -242,13 +250,7 @@ fn core_dns(image: &str) -> Vec<Value> {
                 {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
             ],
         }),
-        json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "system:coredns"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
-            "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": KUBE_SYSTEM}],
-        }),
+        bind("system:coredns", "system:coredns", account("coredns")),
         json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
