@@ -10,6 +10,11 @@
 //! - with the first control plane powered off, `kubectl get --raw /readyz`
 //!   through the kubeconfig (over the sim's SOCKS5 proxy) keeps answering:
 //!   the load balancer leads to the healthy control planes only;
+//! - its server deleted, etcd still lists it, the plan warns that apply
+//!   makes it again, apply does at its IP, and etcd lists exactly three
+//!   members, all running; a second plan is empty;
+//! - scaling the control plane 3 -> 5 -> 3 keeps etcd's quorum at every
+//!   change of its membership (the sim's own events);
 //! - destroy leaves no load balancer.
 
 mod peers;
@@ -38,6 +43,63 @@ fn load_balancers(sim: &hct_sim::SimHandle) -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
+}
+
+/// The cluster's etcd members as the sim's state shows them: (hostname,
+/// running), by hostname.
+fn etcd_members(sim: &hct_sim::SimHandle) -> Vec<(String, bool)> {
+    let state = sim.state_json();
+    let clusters = state["etcd"].as_object().cloned().unwrap_or_default();
+    assert_eq!(clusters.len(), 1, "one cluster: {clusters:#?}");
+    let mut members: Vec<(String, bool)> = clusters
+        .values()
+        .next()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["hostname"].as_str().unwrap().to_string(),
+                m["up"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    members.sort_unstable();
+    members
+}
+
+/// noreturn-cp-1, -2, … with whether each runs.
+fn members(up: &[bool]) -> Vec<(String, bool)> {
+    up.iter()
+        .enumerate()
+        .map(|(i, up)| (format!("noreturn-cp-{}", i + 1), *up))
+        .collect()
+}
+
+/// Every change of the cluster's etcd membership since the last call kept
+/// a quorum: more than half the listed members running.
+fn assert_quorum_kept(
+    events: &mut tokio::sync::broadcast::Receiver<hct_sim::SimEvent>,
+    during: &str,
+) {
+    let mut seen = 0;
+    loop {
+        match events.try_recv() {
+            Ok(hct_sim::SimEvent::EtcdMembers { members, .. }) => {
+                seen += 1;
+                let up = members.iter().filter(|(_, up)| *up).count();
+                assert!(
+                    up * 2 > members.len(),
+                    "etcd lost its quorum during {during}: {members:?}"
+                );
+            }
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty) => break,
+            Err(e) => panic!("the sim's events during {during}: {e}"),
+        }
+    }
+    assert!(seen > 0, "etcd's membership never changed during {during}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,6 +234,67 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
             readyz(&format!(
                 "readyz #{n} through the load balancer, first control plane off"
             ));
+        }
+
+        // Then its server is deleted: etcd still lists it, the plan says
+        // apply makes it again, and apply does, at its IP; as it joins,
+        // the old member goes (Talos removes a member of its hostname).
+        let mut events = sim.events();
+        runtime.block_on(async {
+            if let Some(action) = client.delete_server(first).await.unwrap() {
+                client
+                    .wait_for_actions(vec![action], "delete", std::time::Duration::from_secs(30))
+                    .await
+                    .unwrap();
+            }
+        });
+        assert_eq!(
+            etcd_members(&sim),
+            members(&[false, true, true]),
+            "a deleted server's member stays listed"
+        );
+        readyz("readyz through the load balancer, first control plane deleted");
+        let plan = ws.terraform(&["plan", "-no-color"]).expect_success("plan");
+        let words = plan.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("Control plane gone: noreturn-cp-1 (10.0.128.17)")
+                && words.contains("2 of 3 run, 2 are needed"),
+            "{plan}"
+        );
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply recreates the first control plane");
+        assert_eq!(
+            etcd_members(&sim),
+            members(&[true, true, true]),
+            "exactly three members, all running"
+        );
+        assert_eq!(
+            plan_exit_code(&ws),
+            0,
+            "a plan after the replacement is empty"
+        );
+        readyz("readyz through the load balancer, first control plane back");
+        assert_quorum_kept(&mut events, "the replacement");
+
+        // Scaling the control plane 3 -> 5 -> 3 keeps etcd's quorum at
+        // every step the sim's etcd went through.
+        for count in [5, 3] {
+            ws.write(
+                "control_plane.auto.tfvars",
+                &format!("control_plane_nodes = {count}\n"),
+            );
+            ws.terraform(&["apply", "-auto-approve"])
+                .expect_success(&format!("apply with {count} control planes"));
+            let members = etcd_members(&sim);
+            assert_eq!(members.len(), count, "{members:?}");
+            assert!(members.iter().all(|(_, up)| *up), "{members:?}");
+            assert_eq!(
+                plan_exit_code(&ws),
+                0,
+                "a plan after scaling to {count} is empty"
+            );
+            assert_quorum_kept(&mut events, &format!("scaling to {count}"));
+            readyz(&format!("readyz with {count} control planes"));
         }
 
         ws.terraform(&["destroy", "-auto-approve"])

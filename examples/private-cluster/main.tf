@@ -36,6 +36,12 @@ variable "location" {
   default = "nbg1"
 }
 
+variable "control_plane_nodes" {
+  description = "Control planes (etcd members): 3 for high availability, 1 for a test cluster; odd counts make the most of etcd's quorum. A lower count removes the highest-numbered ones one at a time, each leaving etcd first."
+  type        = number
+  default     = 3
+}
+
 variable "control_plane_server_type" {
   description = "Server type of the control-plane nodes (a change resizes them one at a time)."
   type        = string
@@ -114,7 +120,7 @@ variable "worker_pools" {
 data "hct_network_plan" "this" {
   network_cidr  = "10.0.0.0/16"
   node_subnet   = "10.0.128.0/24"
-  control_plane = { cidr = "10.0.128.16/28", nodes = 3 }
+  control_plane = { cidr = "10.0.128.16/28", nodes = var.control_plane_nodes }
   worker_pools  = { for name, pool in var.worker_pools : name => { cidr = pool.cidr, nodes = pool.nodes } }
   service_cidr  = "10.0.192.0/21"
   # A /19 holds 32 nodes at one /24 each. (10.0.200.0/19 would not be a

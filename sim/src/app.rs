@@ -147,6 +147,7 @@ impl Shared {
             .values()
             .map(|lb| lb.to_api(&world, Some(&listening)))
             .collect();
+        state["etcd"] = crate::talos::etcd::to_json(&world);
         state
     }
 

@@ -61,4 +61,10 @@ pub enum SimEvent {
         kubelet: Option<String>,
         at_ms: u64,
     },
+    /// A cluster's etcd members, or which of them run, changed
+    /// (`talos::etcd`): (hostname, runs) per member, by hostname.
+    EtcdMembers {
+        cluster: String,
+        members: Vec<(String, bool)>,
+    },
 }

@@ -106,6 +106,13 @@ pub struct World {
     /// with the world so a restarted emulator serves them again.
     #[serde(default)]
     pub kube: crate::kube::Stores,
+    /// etcd members of servers deleted without leaving etcd
+    /// (`talos::etcd`), listed until removed.
+    #[serde(default)]
+    pub etcd_gone: Vec<crate::talos::etcd::GoneMember>,
+    /// Each cluster's members when `talos::etcd::watch` last looked.
+    #[serde(skip)]
+    pub(crate) etcd_seen: std::collections::BTreeMap<String, Vec<crate::talos::etcd::MemberView>>,
     /// Events since the owner last drained them.
     #[serde(skip)]
     pub(crate) events: Vec<SimEvent>,

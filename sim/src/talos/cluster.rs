@@ -13,6 +13,7 @@
 use std::net::IpAddr;
 
 use super::config::{ClusterIdentity, MachineConfig};
+use super::etcd::GoneMember;
 use super::node::{EtcdMember, NodeState};
 use super::pki::CertificateAuthority;
 use super::ports::{KUBE_API_PORT, TRUSTD_PORT};
@@ -24,6 +25,8 @@ use crate::state::World;
 pub struct Clusters<'w> {
     nodes: Vec<Peer<'w>>,
     load_balancers: Vec<Front>,
+    /// Members of deleted servers that etcd still lists.
+    gone: &'w [GoneMember],
 }
 
 /// A load balancer on a private network: its IP, the ports it serves and
@@ -75,6 +78,7 @@ impl<'w> Clusters<'w> {
         Self {
             nodes,
             load_balancers,
+            gone: &world.etcd_gone,
         }
     }
 
@@ -158,8 +162,8 @@ impl<'w> Clusters<'w> {
             .any(|(state, _)| state.disk.etcd.founder || state.disk.etcd.member.is_some())
     }
 
-    /// The members etcd lists: every node that joined (running or not) and
-    /// the ones reset without leaving.
+    /// The members etcd lists: every node that joined (running or not),
+    /// the ones reset without leaving and those of deleted servers.
     pub fn members(&self, cluster: &ClusterIdentity) -> Vec<EtcdMember> {
         let mut members: Vec<EtcdMember> = self
             .in_cluster(cluster)
@@ -171,6 +175,11 @@ impl<'w> Clusters<'w> {
                 && !members.iter().any(|m| m.id == departed.member.id)
             {
                 members.push(departed.member.clone());
+            }
+        }
+        for gone in self.gone.iter().filter(|g| g.cluster == cluster.id) {
+            if !members.iter().any(|m| m.id == gone.id) {
+                members.push(gone.member());
             }
         }
         members.sort_by(|a, b| a.hostname.cmp(&b.hostname).then(a.id.cmp(&b.id)));

@@ -34,6 +34,7 @@ pub mod calls;
 pub mod cluster;
 pub mod config;
 pub mod cosi;
+pub mod etcd;
 pub mod faults;
 pub mod kube_api;
 pub mod kubeconfig;

@@ -68,7 +68,7 @@ pub struct EtcdData {
     pub member: Option<EtcdMember>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EtcdMember {
     pub id: u64,
     pub hostname: String,

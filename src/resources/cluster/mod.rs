@@ -6,6 +6,8 @@
 //!   the settings and group spec the cluster runbook works from.
 //! - `addons`: the switches of hct's own add-ons.
 //! - `kubernetes`: what is done through the Kubernetes API after an apply.
+//! - `replacement`: control planes whose servers are gone, and etcd's
+//!   quorum, as the plan shows them.
 //! - `resource`: plan, apply, read (drift), import, destroy.
 //! - `credentials`: `kubernetes_admin`, the kubeconfig taken apart.
 //! - `settings_schema` and `settings_plan`: the cluster-wide settings
@@ -17,6 +19,7 @@ mod addons;
 mod credentials;
 mod kubernetes;
 pub(crate) mod model;
+mod replacement;
 mod resource;
 mod schema;
 pub(crate) mod settings_plan;

@@ -12,6 +12,7 @@ use tracing::info;
 use super::credentials;
 use super::kubernetes;
 use super::model::{self, attr, control_plane_attr};
+use super::replacement;
 use super::schema;
 use super::settings_plan;
 use super::settings_schema::SETTINGS;
@@ -158,9 +159,20 @@ impl GroupKind for Cluster {
                 &mut plan.diagnostics,
             );
         }
+        let recorded = nodes_from(prior.get(NODES));
+        let members = prior
+            .get("network_plan")
+            .as_str()
+            .and_then(|t| model::parse_plan(t).ok())
+            .map(|p| p.control_plane().nodes);
+        if let Some(members) = members
+            && let Some(d) = replacement::check(&slots, &recorded, members, &attr("control_plane"))
+        {
+            plan.diagnostics.push(d);
+        }
         let (nodes, new_servers) = node_group::plan_nodes(
             &slots,
-            &nodes_from(prior.get(NODES)),
+            &recorded,
             settings.as_ref().map(|s| (s, &spec)),
             &attr("config_patches"),
             &mut plan.diagnostics,

@@ -40,7 +40,7 @@ use self::http::{read_request, write_reply};
 use self::routes::{Served, route};
 use self::version::KubernetesVersion;
 use super::calls::NodeRef;
-use super::cluster::{self, Clusters};
+use super::cluster;
 use super::config::MachineConfig;
 use super::faults;
 use super::lifecycle;
@@ -158,7 +158,7 @@ fn endpoint_host(endpoint: &str) -> Option<&str> {
 
 /// Whether the node's etcd runs, as ServiceList reports it: Running and
 /// healthy, which takes membership and egress. Otherwise why not.
-fn etcd_ready(
+pub(crate) fn etcd_ready(
     world: &World,
     server: &Server,
     node: &NodeState,
@@ -198,24 +198,8 @@ pub fn readiness(world: &World, at: NodeRef) -> Result<(), String> {
         return Err("injected".into());
     }
     etcd_ready(world, server, &talos.node, config)?;
-    let members = Clusters::of(world).members(&config.cluster);
-    let up = members
-        .iter()
-        .filter(|member| {
-            world.servers.values().any(|peer| {
-                let Some(talos) = peer.talos.as_ref() else {
-                    return false;
-                };
-                let Some(peer_config) = talos.node.config() else {
-                    return false;
-                };
-                peer_config.cluster == config.cluster
-                    && talos.node.is_running()
-                    && talos.node.disk.etcd.member.as_ref().map(|m| m.id) == Some(member.id)
-                    && etcd_ready(world, peer, &talos.node, peer_config).is_ok()
-            })
-        })
-        .count();
+    let members = super::etcd::members(world, &config.cluster);
+    let up = members.iter().filter(|m| m.up).count();
     if up * 2 > members.len() {
         Ok(())
     } else {

@@ -87,7 +87,17 @@ pub fn apply(world: &mut World, updates: Vec<(Id, TalosNode)>, now: Timestamp) {
             starts: now.starts,
             at_ms,
         });
+        let joined = node
+            .node
+            .disk
+            .etcd
+            .member
+            .clone()
+            .zip(node.node.config().map(|c| c.cluster.clone()));
         server.talos = Some(node);
+        if let Some((member, cluster)) = joined {
+            super::etcd::joined(world, &cluster, &member);
+        }
         if let Some(event) = event {
             world.emit(event);
         }
@@ -98,6 +108,7 @@ pub fn apply(world: &mut World, updates: Vec<(Id, TalosNode)>, now: Timestamp) {
 pub fn settle(world: &mut World, now: Timestamp) {
     let updates = plan(world, now);
     apply(world, updates, now);
+    super::etcd::watch(world);
 }
 
 fn advance(

@@ -262,3 +262,63 @@ fn egress_needs_the_network_route_to_a_running_nat_gateway() {
         problem(&lab)
     );
 }
+
+#[test]
+fn a_deleted_members_server_stays_in_etcd_until_its_successor_joins() {
+    let mut lab = Lab::new();
+    let config = cluster().machine_config(&control_plane());
+    let cp1 = lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config.clone()));
+    let cp2 = lab.server("cp-2", "10.0.128.12", "v1.12.6", Some(config.clone()));
+    let cp3 = lab.server("cp-3", "10.0.128.13", "v1.12.6", Some(config.clone()));
+    lab.settle();
+    lab.world
+        .servers
+        .get_mut(&cp1)
+        .unwrap()
+        .talos
+        .as_mut()
+        .unwrap()
+        .node
+        .disk
+        .etcd
+        .founder = true;
+    for _ in 0..3 {
+        lab.tick(MOMENT);
+    }
+    let listed = |lab: &Lab| -> Vec<(String, bool)> {
+        let membership = crate::talos::etcd::membership(&lab.world);
+        assert_eq!(membership.len(), 1, "{membership:?}");
+        let mut members: Vec<(String, bool)> = membership
+            .into_values()
+            .next()
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.hostname, m.up))
+            .collect();
+        members.sort();
+        members
+    };
+    let all_up = vec![
+        ("cp-1".to_string(), true),
+        ("cp-2".to_string(), true),
+        ("cp-3".to_string(), true),
+    ];
+    assert_eq!(listed(&lab), all_up);
+    for id in [cp2, cp3] {
+        assert!(lab.talos(id).node.summary.etcd_member);
+    }
+
+    // cp-1's server is deleted without leaving etcd: still listed, down.
+    lab.world.remove_server(cp1);
+    lab.tick(MOMENT);
+    let mut expected = all_up.clone();
+    expected[0].1 = false;
+    assert_eq!(listed(&lab), expected);
+
+    // Its successor of the same name takes its place as it joins.
+    lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config));
+    lab.settle();
+    lab.tick(MOMENT);
+    assert_eq!(listed(&lab), all_up);
+    assert!(lab.world.etcd_gone.is_empty());
+}
