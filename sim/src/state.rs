@@ -109,10 +109,10 @@ pub struct World {
     /// etcd members of servers deleted without leaving etcd
     /// (`talos::etcd`), listed until removed.
     #[serde(default)]
-    pub etcd_gone: Vec<crate::talos::etcd::GoneMember>,
+    pub etcd_gone: Vec<crate::talos::node::GoneMember>,
     /// Each cluster's members when `talos::etcd::watch` last looked.
     #[serde(skip)]
-    pub(crate) etcd_seen: std::collections::BTreeMap<String, Vec<crate::talos::etcd::MemberView>>,
+    pub(crate) etcd_seen: std::collections::BTreeMap<String, Vec<crate::talos::node::MemberView>>,
     /// Events since the owner last drained them.
     #[serde(skip)]
     pub(crate) events: Vec<SimEvent>,

@@ -13,8 +13,7 @@
 use std::net::IpAddr;
 
 use super::config::{ClusterIdentity, MachineConfig};
-use super::etcd::GoneMember;
-use super::node::{EtcdMember, NodeState};
+use super::node::{EtcdMember, GoneMember, NodeState};
 use super::pki::CertificateAuthority;
 use super::ports::{KUBE_API_PORT, TRUSTD_PORT};
 use super::secret::Secret;
@@ -178,8 +177,8 @@ impl<'w> Clusters<'w> {
             }
         }
         for gone in self.gone.iter().filter(|g| g.cluster == cluster.id) {
-            if !members.iter().any(|m| m.id == gone.id) {
-                members.push(gone.member());
+            if !members.iter().any(|m| m.id == gone.member.id) {
+                members.push(gone.member.clone());
             }
         }
         members.sort_by(|a, b| a.hostname.cmp(&b.hostname).then(a.id.cmp(&b.id)));

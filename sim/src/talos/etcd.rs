@@ -6,72 +6,42 @@
 //! new control plane with the same hostname removes it as it joins, as
 //! Talos' etcd service does before adding itself (it would conflict).
 //!
-//! Deleted servers' members are kept in the world (`World::etcd_gone`,
-//! saved with it); the rest comes from the nodes' disks. `membership` is
-//! what `/_sim/state` shows under `etcd` and what the API servers' quorum
-//! check counts; `watch` emits [`SimEvent::EtcdMembers`] whenever a
-//! cluster's members, or which of them run, change.
+//! The members come from the nodes' disks, and those of deleted servers
+//! from the world (`World::etcd_gone`, saved with it): `watch`, run as
+//! the nodes settle, notices a member whose server is gone and keeps it,
+//! and emits [`SimEvent::EtcdMembers`] whenever a cluster's members, or
+//! which of them run, change. `membership` is what `/_sim/state` shows
+//! under `etcd` and what the API servers' quorum check counts.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::cluster::Clusters;
-use super::config::ClusterIdentity;
-use super::kube_api;
-use super::node::EtcdMember;
+use super::config::{ClusterIdentity, MachineConfig};
+use super::node::{EtcdMember, GoneMember, MemberView, NodeState};
+use super::services;
 use crate::events::SimEvent;
+use crate::ids::Id;
 use crate::resources::servers::Server;
 use crate::state::World;
 
-/// The member of a server deleted while it was one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GoneMember {
-    /// The cluster's `cluster.id`.
-    pub cluster: String,
-    pub id: u64,
-    pub hostname: String,
-}
-
-impl GoneMember {
-    pub fn member(&self) -> EtcdMember {
-        EtcdMember {
-            id: self.id,
-            hostname: self.hostname.clone(),
-        }
-    }
-}
-
-/// One member as a cluster's etcd lists it, and whether it runs (its node
-/// runs with etcd Running and healthy).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MemberView {
-    pub id: u64,
-    pub hostname: String,
-    pub up: bool,
-}
-
-/// `server` is being deleted: a member its node was stays listed.
-/// So does the member of a node reset without leaving etcd.
-pub fn server_deleted(world: &mut World, server: &Server) {
-    let Some(talos) = server.talos.as_ref() else {
-        return;
-    };
-    let member = match (&talos.node.disk.etcd.member, talos.node.config()) {
-        (Some(member), Some(config)) => Some((config.cluster.id.clone(), member.clone())),
-        _ => talos
-            .node
-            .departed
-            .as_ref()
-            .map(|d| (d.cluster.id.clone(), d.member.clone())),
-    };
-    if let Some((cluster, member)) = member {
-        world.etcd_gone.push(GoneMember {
-            cluster,
-            id: member.id,
-            hostname: member.hostname,
-        });
+/// Whether the node's etcd runs, as ServiceList reports it: Running and
+/// healthy, which takes membership and egress. Otherwise why not.
+pub(crate) fn etcd_ready(
+    world: &World,
+    server: &Server,
+    node: &NodeState,
+    config: &MachineConfig,
+) -> Result<(), String> {
+    let etcd = services::of(world, server, node, config)
+        .into_iter()
+        .find(|s| s.id == "etcd")
+        .ok_or_else(|| "etcd does not run on this node".to_string())?;
+    if etcd.state == "Running" && etcd.healthy {
+        Ok(())
+    } else {
+        Err(format!("etcd is {}: {}", etcd.state, etcd.message))
     }
 }
 
@@ -79,8 +49,20 @@ pub fn server_deleted(world: &mut World, server: &Server) {
 /// hostname (another id) are removed first, as Talos does.
 pub fn joined(world: &mut World, cluster: &ClusterIdentity, member: &EtcdMember) {
     world.etcd_gone.retain(|g| {
-        !(g.cluster == cluster.id && g.hostname == member.hostname && g.id != member.id)
+        !(g.cluster == cluster.id
+            && g.member.hostname == member.hostname
+            && g.member.id != member.id)
     });
+}
+
+/// The server whose node is (or was, reset without leaving) member `id`.
+fn server_of(world: &World, id: u64) -> Option<&Server> {
+    world.servers.values().find(|server| {
+        server.talos.as_ref().is_some_and(|t| {
+            t.node.disk.etcd.member.as_ref().map(|m| m.id) == Some(id)
+                || t.node.departed.as_ref().map(|d| d.member.id) == Some(id)
+        })
+    })
 }
 
 /// The members `cluster`'s etcd lists, with whether each runs.
@@ -88,31 +70,34 @@ pub fn members(world: &World, cluster: &ClusterIdentity) -> Vec<MemberView> {
     Clusters::of(world)
         .members(cluster)
         .into_iter()
-        .map(|m| MemberView {
-            up: runs(world, cluster, m.id),
-            id: m.id,
-            hostname: m.hostname,
+        .map(|m| {
+            let server = server_of(world, m.id);
+            MemberView {
+                up: server.is_some_and(|s| runs(world, s, cluster, m.id)),
+                server: server.map(|s| s.id),
+                id: m.id,
+                hostname: m.hostname,
+            }
         })
         .collect()
 }
 
-/// Whether the node that is member `id` runs etcd.
-fn runs(world: &World, cluster: &ClusterIdentity, id: u64) -> bool {
-    world.servers.values().any(|server| {
-        let Some(talos) = server.talos.as_ref() else {
-            return false;
-        };
-        let Some(config) = talos.node.config() else {
-            return false;
-        };
-        config.cluster == *cluster
-            && talos.node.is_running()
-            && talos.node.disk.etcd.member.as_ref().map(|m| m.id) == Some(id)
-            && kube_api::etcd_ready(world, server, &talos.node, config).is_ok()
-    })
+/// Whether `server`'s node runs etcd as member `id` of `cluster`.
+fn runs(world: &World, server: &Server, cluster: &ClusterIdentity, id: u64) -> bool {
+    let Some(talos) = server.talos.as_ref() else {
+        return false;
+    };
+    let Some(config) = talos.node.config() else {
+        return false;
+    };
+    config.cluster == *cluster
+        && talos.node.is_running()
+        && talos.node.disk.etcd.member.as_ref().map(|m| m.id) == Some(id)
+        && etcd_ready(world, server, &talos.node, config).is_ok()
 }
 
-/// Every cluster's members, by `cluster.id`.
+/// Every cluster's members, by `cluster.id`; a cluster whose nodes are
+/// all gone lists its gone members.
 pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
     let mut clusters: BTreeMap<String, ClusterIdentity> = BTreeMap::new();
     for server in world.servers.values() {
@@ -127,21 +112,15 @@ pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
         .map(|(id, cluster)| (id, members(world, &cluster)))
         .filter(|(_, members)| !members.is_empty())
         .collect();
-    // A cluster whose every node is gone still lists its gone members.
     for gone in &world.etcd_gone {
-        if !out.contains_key(&gone.cluster) {
-            out.entry(gone.cluster.clone()).or_default();
-        }
-    }
-    for (cluster, list) in &mut out {
-        for gone in world.etcd_gone.iter().filter(|g| &g.cluster == cluster) {
-            if !list.iter().any(|m| m.id == gone.id) {
-                list.push(MemberView {
-                    id: gone.id,
-                    hostname: gone.hostname.clone(),
-                    up: false,
-                });
-            }
+        let list = out.entry(gone.cluster.clone()).or_default();
+        if !list.iter().any(|m| m.id == gone.member.id) {
+            list.push(MemberView {
+                id: gone.member.id,
+                hostname: gone.member.hostname.clone(),
+                up: false,
+                server: None,
+            });
         }
     }
     out
@@ -152,19 +131,48 @@ pub fn to_json(world: &World) -> Value {
     json!(membership(world))
 }
 
-/// Emits an event for each cluster whose members changed since the last.
+/// Keeps the members of servers deleted since the last look, and emits an
+/// event for each cluster whose members changed.
 pub fn watch(world: &mut World) {
-    let now = membership(world);
-    let changed: Vec<(String, Vec<MemberView>)> = now
+    let deleted = |server: Option<Id>| server.is_some_and(|id| !world.servers.contains_key(&id));
+    let gone: Vec<GoneMember> = world
+        .etcd_seen
         .iter()
-        .filter(|(cluster, members)| world.etcd_seen.get(*cluster) != Some(*members))
-        .map(|(c, m)| (c.clone(), m.clone()))
+        .flat_map(|(cluster, members)| {
+            members
+                .iter()
+                .filter(|m| deleted(m.server))
+                .map(|m| GoneMember {
+                    cluster: cluster.clone(),
+                    member: EtcdMember {
+                        id: m.id,
+                        hostname: m.hostname.clone(),
+                    },
+                })
+        })
+        .collect();
+    for member in gone {
+        if !world.etcd_gone.contains(&member) {
+            world.etcd_gone.push(member);
+        }
+    }
+    let now = membership(world);
+    let changed: Vec<(String, Vec<(String, bool)>)> = now
+        .iter()
+        .filter(|(cluster, members)| {
+            world.etcd_seen.get(*cluster).map(|seen| summary(seen)) != Some(summary(members))
+        })
+        .map(|(cluster, members)| (cluster.clone(), summary(members)))
         .collect();
     world.etcd_seen = now;
     for (cluster, members) in changed {
-        world.emit(SimEvent::EtcdMembers {
-            cluster,
-            members: members.into_iter().map(|m| (m.hostname, m.up)).collect(),
-        });
+        world.emit(SimEvent::EtcdMembers { cluster, members });
     }
+}
+
+/// (hostname, runs) per member, by hostname.
+fn summary(members: &[MemberView]) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = members.iter().map(|m| (m.hostname.clone(), m.up)).collect();
+    out.sort();
+    out
 }

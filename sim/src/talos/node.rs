@@ -80,6 +80,25 @@ pub struct DepartedMember {
     pub member: EtcdMember,
 }
 
+/// The member of a server deleted while it was one (`talos::etcd`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoneMember {
+    /// The cluster's `cluster.id`.
+    pub cluster: String,
+    pub member: EtcdMember,
+}
+
+/// One member as a cluster's etcd lists it: whether it runs (its node runs
+/// with etcd Running and healthy), and the server it was seen on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberView {
+    pub id: u64,
+    pub hostname: String,
+    pub up: bool,
+    #[serde(skip)]
+    pub server: Option<crate::ids::Id>,
+}
+
 /// What lasts only while Talos runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Runtime {

@@ -322,7 +322,6 @@ impl World {
         let Some(server) = self.servers.remove(&id) else {
             return;
         };
-        crate::talos::etcd::server_deleted(self, &server);
         self.leave_firewalls(id);
         self.release_primary_ips(id);
         for p in server.private_net {

@@ -41,12 +41,10 @@ use self::routes::{Served, route};
 use self::version::KubernetesVersion;
 use super::calls::NodeRef;
 use super::cluster;
-use super::config::MachineConfig;
+use super::etcd::{self, etcd_ready};
 use super::faults;
 use super::lifecycle;
-use super::node::NodeState;
 use super::pki::{self, CertificateAuthority, PkiError};
-use super::services;
 use super::tls::{self, ClientCheck, TlsError};
 use crate::app::AppState;
 use crate::catalog::Architecture;
@@ -156,25 +154,6 @@ fn endpoint_host(endpoint: &str) -> Option<&str> {
     .filter(|host| !host.is_empty())
 }
 
-/// Whether the node's etcd runs, as ServiceList reports it: Running and
-/// healthy, which takes membership and egress. Otherwise why not.
-pub(crate) fn etcd_ready(
-    world: &World,
-    server: &Server,
-    node: &NodeState,
-    config: &MachineConfig,
-) -> Result<(), String> {
-    let etcd = services::of(world, server, node, config)
-        .into_iter()
-        .find(|s| s.id == "etcd")
-        .ok_or_else(|| "etcd does not run on this node".to_string())?;
-    if etcd.state == "Running" && etcd.healthy {
-        Ok(())
-    } else {
-        Err(format!("etcd is {}: {}", etcd.state, etcd.message))
-    }
-}
-
 /// What `/readyz` checks, as of the world given: the node still runs the
 /// start the server was made for, no fault takes the API server down, the
 /// node's etcd runs, and more than half the cluster's etcd members (those
@@ -198,7 +177,7 @@ pub fn readiness(world: &World, at: NodeRef) -> Result<(), String> {
         return Err("injected".into());
     }
     etcd_ready(world, server, &talos.node, config)?;
-    let members = super::etcd::members(world, &config.cluster);
+    let members = etcd::members(world, &config.cluster);
     let up = members.iter().filter(|m| m.up).count();
     if up * 2 > members.len() {
         Ok(())
