@@ -15,7 +15,11 @@
 //!   members, all running; a second plan is empty;
 //! - scaling the control plane 3 -> 5 -> 3 keeps etcd's quorum at every
 //!   change of its membership (the sim's own events);
-//! - destroy leaves no load balancer.
+//! - destroy leaves no load balancer;
+//! - switching an existing cluster from `first_control_plane` to
+//!   `load_balancer` and back moves every node's endpoint, the kubeconfig
+//!   works after each, the load balancer exists only in its mode (it goes
+//!   once no node uses it), and each plan after is empty.
 
 mod peers;
 mod support;
@@ -43,6 +47,80 @@ fn load_balancers(sim: &hct_sim::SimHandle) -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
+}
+
+/// The endpoint every node's config names, once each (sorted).
+fn node_endpoints(sim: &hct_sim::SimHandle) -> Vec<String> {
+    let mut found: Vec<String> = sim.inspect(|w| {
+        w.servers
+            .values()
+            .filter_map(|s| s.talos.as_ref())
+            .filter_map(|t| t.node.config().map(|c| c.endpoint.clone()))
+            .collect()
+    });
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// `kubectl get --raw /readyz` with the workspace's kubeconfig output.
+fn readyz_through_kubeconfig(sim: &hct_sim::SimHandle, ws: &Workspace, what: &str) {
+    let outputs = ws.outputs();
+    let endpoint = outputs["endpoint"]["value"].as_str().unwrap();
+    let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, through_proxy(kubeconfig, endpoint, &sim.proxy_url())).unwrap();
+    let out = succeeded(
+        what,
+        run(&kubectl(), dir.path(), &path, &["get", "--raw", "/readyz"]),
+    );
+    assert_eq!(out.trim(), "ok", "{what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_the_endpoint_moves_every_node_and_retires_the_load_balancer() {
+    let sim = support::sim::start().await;
+    let ws = workspace(&sim);
+    ws.write("pools.auto.tfvars", &pools(1));
+    let first = "https://10.0.128.17:6443".to_string();
+    let balanced = format!("https://{LB_IP}:6443");
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply with the first control plane");
+        assert_eq!(node_endpoints(&sim), [first.clone()]);
+        assert!(load_balancers(&sim).is_empty());
+
+        for (mode, endpoint) in [
+            ("load_balancer", &balanced),
+            ("first_control_plane", &first),
+        ] {
+            ws.write(
+                "endpoint.auto.tfvars",
+                &format!("api_endpoint = \"{mode}\"\n"),
+            );
+            ws.terraform(&["apply", "-auto-approve"])
+                .expect_success(&format!("apply switching to {mode}"));
+            assert_eq!(
+                node_endpoints(&sim),
+                [endpoint.clone()],
+                "every node moved to {mode}"
+            );
+            assert_eq!(
+                load_balancers(&sim).len(),
+                usize::from(mode == "load_balancer"),
+                "{:#?}",
+                load_balancers(&sim)
+            );
+            assert_eq!(ws.outputs()["endpoint"]["value"], endpoint.as_str());
+            assert_eq!(
+                plan_exit_code(&ws),
+                0,
+                "a plan after switching to {mode} is empty"
+            );
+            readyz_through_kubeconfig(&sim, &ws, &format!("readyz after switching to {mode}"));
+        }
+    });
 }
 
 /// The cluster's etcd members as the sim's state shows them: (hostname,

@@ -98,9 +98,9 @@ variable "ccm_token" {
 }
 
 variable "api_endpoint" {
-  description = "Where nodes and clients reach the Kubernetes API: \"first_control_plane\" (free; dies with that server) or \"load_balancer\" (a private Hetzner Load Balancer at 10.0.128.254 in front of every control plane; billed monthly)."
+  description = "Where nodes and clients reach the Kubernetes API: \"load_balancer\" (a private Hetzner Load Balancer lb11 at 10.0.128.254 in front of every control plane: the API survives losing any one of them; billed monthly) or \"first_control_plane\" (free, but every kubeconfig and node points at a dead host when that server dies)."
   type        = string
-  default     = "first_control_plane"
+  default     = "load_balancer"
 }
 
 variable "worker_pools" {

@@ -7,20 +7,22 @@
 //!
 //! [`ensure`] makes it so step by step, adopting what an earlier run made
 //! (found by its labels) and doing only the steps still missing; it runs
-//! before the control plane's servers, so the endpoint exists when the
-//! first control plane needs it. With `first_control_plane`, [`ensure`]
-//! deletes a load balancer left from the other mode. Teardown deletes it
-//! with the cluster ([`delete`]).
+//! beside the control plane's servers, before their bring-up, so the
+//! endpoint exists when the first control plane needs it. With `first_control_plane`, [`retire`]
+//! deletes a load balancer left from the other mode once no node uses it.
+//! Teardown deletes it with the cluster ([`delete`]).
 
 use tracing::{info, warn};
 
 use super::ClusterError;
+use super::group::Group;
 use super::naming;
+use super::slots;
 use super::wait::Deadline;
 use crate::hcloud::models::{Labels, LoadBalancer};
 use crate::hcloud::{Client, LabelSelector};
 use crate::network_plan::{CONTROL_PLANE_GROUP, KUBE_API_PORT, NetworkPlan};
-use crate::talos::api::APID_PORT;
+use crate::talos::api::{APID_PORT, TalosClient};
 
 /// The type hct creates: the smallest, ample for two services.
 pub const LOAD_BALANCER_TYPE: &str = "lb11";
@@ -87,11 +89,12 @@ impl Endpoint<'_> {
             .map_err(ClusterError::hcloud("listing the cluster's load balancers"))
     }
 
-    /// Makes the endpoint match the plan: the load balancer complete in
-    /// `load_balancer` mode, none in `first_control_plane` mode.
+    /// Makes the load balancer complete in `load_balancer` mode; nothing in
+    /// `first_control_plane` mode (a load balancer left from the other mode
+    /// goes once no node uses it: [`retire`]).
     pub async fn ensure(&self) -> Result<(), ClusterError> {
         let Some(ip) = self.plan.load_balancer_ip() else {
-            return delete(self.client, self.cluster).await;
+            return Ok(());
         };
         let name = load_balancer_name(self.cluster);
         let mut found = self.found().await?;
@@ -214,6 +217,61 @@ impl Endpoint<'_> {
 }
 
 /// Deletes every load balancer hct made for `cluster`.
+/// With `first_control_plane`: deletes a load balancer left from
+/// `load_balancer` mode once no node of the cluster runs a config that
+/// names it as the endpoint (a node still on it would lose its API server
+/// and trustd). The control plane and each pool call this at the end of
+/// their applies, so whichever moves its nodes last deletes it; nodes that
+/// do not answer are not waited for (hct re-applies their config when they
+/// are back). Nothing in `load_balancer` mode.
+pub async fn retire(group: &Group<'_>) -> Result<(), ClusterError> {
+    let plan = &group.settings.plan;
+    if plan.load_balancer_ip().is_some() {
+        return Ok(());
+    }
+    let cluster = group.cluster();
+    let found = group
+        .client
+        .load_balancers(&selector(cluster))
+        .await
+        .map_err(ClusterError::hcloud("listing the cluster's load balancers"))?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let Some(ip) = found
+        .iter()
+        .find_map(|lb| lb.private_ip(group.settings.network_id))
+    else {
+        return delete(group.client, cluster).await; // on no network: unused
+    };
+    let endpoint = format!("https://{ip}:");
+    let nodes = std::iter::once((CONTROL_PLANE_GROUP, plan.control_plane()))
+        .chain(plan.worker_pools().iter().map(|(n, g)| (n.as_str(), g)))
+        .flat_map(|(name, nodes)| slots::of(cluster, name, nodes));
+    let endpoint = endpoint.as_str();
+    let reads = nodes.map(|slot| {
+        let address = group.address(slot.ip);
+        async move {
+            let mut client = TalosClient::connect(&address, group.trust).await.ok()?;
+            let config = client.machine_config().await.ok()?;
+            config.contains(&endpoint).then_some(slot.name)
+        }
+    });
+    let still: Vec<String> = futures_util::future::join_all(reads)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    if still.is_empty() {
+        return delete(group.client, cluster).await;
+    }
+    info!(
+        nodes = still.join(", "),
+        "keeping the API load balancer until these nodes run their new endpoint"
+    );
+    Ok(())
+}
+
 pub async fn delete(client: &Client, cluster: &str) -> Result<(), ClusterError> {
     let found = client
         .load_balancers(&selector(cluster))

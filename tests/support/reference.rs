@@ -54,11 +54,18 @@ pub fn pools_labelled(general: u32, platform_labels: &str) -> String {
     )
 }
 
-/// The example with three nodes per pool, on the sim's seeded network, with
-/// the provider polling fast.
+/// The example with three nodes per pool and the first control plane as the
+/// API endpoint, on the sim's seeded network, with the provider polling
+/// fast.
 pub fn workspace(sim: &SimHandle) -> Workspace {
     let mut ws = Workspace::dev_override(&[("main.tf", EXAMPLE)]);
     ws.write("pools.auto.tfvars", &pools(3));
+    // The example's default is the load balancer; the suites built on this
+    // workspace test the other mode, and tests/endpoint_e2e.rs this one.
+    ws.write(
+        "endpoint.auto.tfvars",
+        "api_endpoint = \"first_control_plane\"\n",
+    );
     ws.write(
         "network.auto.tfvars",
         &format!("network_id = {}\n", super::sim::seeded_network(sim)),

@@ -7,11 +7,11 @@
 //! Talos' etcd service does before adding itself (it would conflict).
 //!
 //! The members come from the nodes' disks, and those of deleted servers
-//! from the world (`World::etcd_gone`, saved with it): `watch`, run as
-//! the nodes settle, notices a member whose server is gone and keeps it,
-//! and emits [`SimEvent::EtcdMembers`] whenever a cluster's members, or
-//! which of them run, change. `membership` is what `/_sim/state` shows
-//! under `etcd` and what the API servers' quorum check counts.
+//! from the world (`World::etcd_gone`, saved with it, filled as a server
+//! is removed). `watch`, run as the nodes settle, emits
+//! [`SimEvent::EtcdMembers`] whenever a cluster's members, or which of
+//! them run, change. `membership` is what `/_sim/state` shows under `etcd`
+//! and what the API servers' quorum check counts.
 
 use std::collections::BTreeMap;
 
@@ -19,10 +19,9 @@ use serde_json::{Value, json};
 
 use super::cluster::Clusters;
 use super::config::{ClusterIdentity, MachineConfig};
-use super::node::{EtcdMember, GoneMember, MemberView, NodeState};
+use super::node::{EtcdMember, MemberView, NodeState};
 use super::services;
 use crate::events::SimEvent;
-use crate::ids::Id;
 use crate::resources::servers::Server;
 use crate::state::World;
 
@@ -70,14 +69,10 @@ pub fn members(world: &World, cluster: &ClusterIdentity) -> Vec<MemberView> {
     Clusters::of(world)
         .members(cluster)
         .into_iter()
-        .map(|m| {
-            let server = server_of(world, m.id);
-            MemberView {
-                up: server.is_some_and(|s| runs(world, s, cluster, m.id)),
-                server: server.map(|s| s.id),
-                id: m.id,
-                hostname: m.hostname,
-            }
+        .map(|m| MemberView {
+            up: server_of(world, m.id).is_some_and(|s| runs(world, s, cluster, m.id)),
+            id: m.id,
+            hostname: m.hostname,
         })
         .collect()
 }
@@ -119,7 +114,6 @@ pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
                 id: gone.member.id,
                 hostname: gone.member.hostname.clone(),
                 up: false,
-                server: None,
             });
         }
     }
@@ -131,31 +125,9 @@ pub fn to_json(world: &World) -> Value {
     json!(membership(world))
 }
 
-/// Keeps the members of servers deleted since the last look, and emits an
-/// event for each cluster whose members changed.
+/// Emits an event for each cluster whose members changed since the last
+/// look.
 pub fn watch(world: &mut World) {
-    let deleted = |server: Option<Id>| server.is_some_and(|id| !world.servers.contains_key(&id));
-    let gone: Vec<GoneMember> = world
-        .etcd_seen
-        .iter()
-        .flat_map(|(cluster, members)| {
-            members
-                .iter()
-                .filter(|m| deleted(m.server))
-                .map(|m| GoneMember {
-                    cluster: cluster.clone(),
-                    member: EtcdMember {
-                        id: m.id,
-                        hostname: m.hostname.clone(),
-                    },
-                })
-        })
-        .collect();
-    for member in gone {
-        if !world.etcd_gone.contains(&member) {
-            world.etcd_gone.push(member);
-        }
-    }
     let now = membership(world);
     let changed: Vec<(String, Vec<(String, bool)>)> = now
         .iter()

@@ -88,15 +88,13 @@ pub struct GoneMember {
     pub member: EtcdMember,
 }
 
-/// One member as a cluster's etcd lists it: whether it runs (its node runs
-/// with etcd Running and healthy), and the server it was seen on.
+/// One member as a cluster's etcd lists it, and whether it runs (its node
+/// runs with etcd Running and healthy).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MemberView {
     pub id: u64,
     pub hostname: String,
     pub up: bool,
-    #[serde(skip)]
-    pub server: Option<crate::ids::Id>,
 }
 
 /// What lasts only while Talos runs.
@@ -175,6 +173,22 @@ pub struct Summary {
 impl NodeState {
     pub fn config(&self) -> Option<&MachineConfig> {
         self.disk.config.as_ref()
+    }
+
+    /// The etcd member that stays listed when this node's server is
+    /// deleted: the one it is, or the one it was when reset without
+    /// leaving.
+    pub fn lingering_member(&self) -> Option<GoneMember> {
+        match (&self.disk.etcd.member, self.config()) {
+            (Some(member), Some(config)) => Some(GoneMember {
+                cluster: config.cluster.id.clone(),
+                member: member.clone(),
+            }),
+            _ => self.departed.as_ref().map(|d| GoneMember {
+                cluster: d.cluster.id.clone(),
+                member: d.member.clone(),
+            }),
+        }
     }
 
     pub fn is_running(&self) -> bool {

@@ -228,24 +228,32 @@ pub async fn converge(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     let group = clients.group(run.settings, run.spec, &deadline, &recorder);
     let outcome = async {
         if run.spec.role == Role::ControlPlane {
-            // Before the servers: bootstrap waits for the API through it.
-            Endpoint {
+            // Beside the servers: the first to need the load balancer is
+            // the bring-up, which waits for the API through it. Both run to
+            // their end (a server being made is recorded), then either's
+            // error counts.
+            let endpoint = Endpoint {
                 client: &clients.client,
                 cluster: &run.settings.cluster_name,
                 network_id: run.settings.network_id,
                 location: &run.spec.location,
                 plan: &run.settings.plan,
                 deadline: &deadline,
-            }
-            .ensure()
-            .await?;
+            };
+            let (servers, balancer) = tokio::join!(group.converge(run.slots), endpoint.ensure());
+            servers?;
+            balancer?;
+        } else {
+            group.converge(run.slots).await?;
         }
-        group.converge(run.slots).await?;
         let nodes = recorder.nodes();
         match run.spec.role {
-            Role::ControlPlane => bring_up::control_plane(&group, &nodes).await,
-            Role::Worker => bring_up::workers(&group, &nodes).await,
+            Role::ControlPlane => bring_up::control_plane(&group, &nodes).await?,
+            Role::Worker => bring_up::workers(&group, &nodes).await?,
         }
+        // Back to `first_control_plane`: the load balancer goes once the
+        // last of the cluster's nodes has moved off it.
+        endpoint::retire(&group).await
     }
     .await;
     let mut diagnostics = Diagnostics::new();

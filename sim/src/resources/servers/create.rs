@@ -322,6 +322,14 @@ impl World {
         let Some(server) = self.servers.remove(&id) else {
             return;
         };
+        // etcd keeps listing the member its node was (`talos::etcd`).
+        if let Some(member) = server
+            .talos
+            .as_ref()
+            .and_then(|t| t.node.lingering_member())
+        {
+            self.etcd_gone.push(member);
+        }
         self.leave_firewalls(id);
         self.release_primary_ips(id);
         for p in server.private_net {
