@@ -254,7 +254,7 @@ pub async fn retire(group: &Group<'_>) -> Result<(), ClusterError> {
         async move {
             let mut client = TalosClient::connect(&address, group.trust).await.ok()?;
             let config = client.machine_config().await.ok()?;
-            config.contains(&endpoint).then_some(slot.name)
+            config.contains(endpoint).then_some(slot.name)
         }
     });
     let still: Vec<String> = futures_util::future::join_all(reads)
