@@ -88,7 +88,7 @@ async fn switching_the_endpoint_moves_every_node_and_retires_the_load_balancer()
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply with the first control plane");
-        assert_eq!(node_endpoints(&sim), [first.clone()]);
+        assert_eq!(node_endpoints(&sim), vec![first.clone()]);
         assert!(load_balancers(&sim).is_empty());
 
         for (mode, endpoint) in [
@@ -103,7 +103,7 @@ async fn switching_the_endpoint_moves_every_node_and_retires_the_load_balancer()
                 .expect_success(&format!("apply switching to {mode}"));
             assert_eq!(
                 node_endpoints(&sim),
-                [endpoint.clone()],
+                vec![endpoint.to_string()],
                 "every node moved to {mode}"
             );
             assert_eq!(
