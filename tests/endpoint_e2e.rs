@@ -24,6 +24,8 @@
 mod peers;
 mod support;
 
+use std::path::{Path, PathBuf};
+
 use peers::kubectl::{kubectl, run, succeeded, through_proxy};
 use serde_json::Value;
 use support::Workspace;
@@ -63,17 +65,22 @@ fn node_endpoints(sim: &hct_sim::SimHandle) -> Vec<String> {
     found
 }
 
-/// `kubectl get --raw /readyz` with the workspace's kubeconfig output.
-fn readyz_through_kubeconfig(sim: &hct_sim::SimHandle, ws: &Workspace, what: &str) {
+/// The workspace's kubeconfig output, through the sim's proxy, in `dir`.
+fn kubeconfig_file(sim: &hct_sim::SimHandle, ws: &Workspace, dir: &Path) -> PathBuf {
     let outputs = ws.outputs();
     let endpoint = outputs["endpoint"]["value"].as_str().unwrap();
     let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kubeconfig");
+    let path = dir.join("kubeconfig");
     std::fs::write(&path, through_proxy(kubeconfig, endpoint, &sim.proxy_url())).unwrap();
+    path
+}
+
+/// `kubectl get --raw /readyz` with `kubeconfig`.
+fn readyz(kubeconfig: &Path, what: &str) {
+    let dir = kubeconfig.parent().unwrap();
     let out = succeeded(
         what,
-        run(&kubectl(), dir.path(), &path, &["get", "--raw", "/readyz"]),
+        run(&kubectl(), dir, kubeconfig, &["get", "--raw", "/readyz"]),
     );
     assert_eq!(out.trim(), "ok", "{what}");
 }
@@ -118,7 +125,9 @@ async fn switching_the_endpoint_moves_every_node_and_retires_the_load_balancer()
                 0,
                 "a plan after switching to {mode} is empty"
             );
-            readyz_through_kubeconfig(&sim, &ws, &format!("readyz after switching to {mode}"));
+            let dir = tempfile::tempdir().unwrap();
+            let kubeconfig = kubeconfig_file(&sim, &ws, dir.path());
+            readyz(&kubeconfig, &format!("readyz after switching to {mode}"));
         }
     });
 }
@@ -182,7 +191,6 @@ fn assert_quorum_kept(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_balancer_endpoint_survives_the_first_control_plane() {
-    let kubectl = kubectl();
     let sim = support::sim::start().await;
     let ws = workspace(&sim);
     ws.write("pools.auto.tfvars", &pools(1));
@@ -248,21 +256,9 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
 
         assert_eq!(plan_exit_code(&ws), 0, "a second plan is empty");
 
-        let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap().to_string();
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kubeconfig");
-        std::fs::write(
-            &path,
-            through_proxy(&kubeconfig, &endpoint, &sim.proxy_url()),
-        )
-        .unwrap();
-        let readyz = |what: &str| {
-            let out = succeeded(
-                what,
-                run(&kubectl, dir.path(), &path, &["get", "--raw", "/readyz"]),
-            );
-            assert_eq!(out.trim(), "ok", "{what}");
-        };
+        let path = kubeconfig_file(&sim, &ws, dir.path());
+        let readyz = |what: &str| readyz(&path, what);
         for n in 0..3 {
             readyz(&format!("readyz #{n} through the load balancer"));
         }

@@ -101,6 +101,18 @@ impl Lab {
         self.tick(Duration::ZERO);
     }
 
+    /// Marks the node as the one bootstrap was called on (it founds etcd).
+    pub fn found_etcd(&mut self, id: Id) {
+        if let Some(talos) = self
+            .world
+            .servers
+            .get_mut(&id)
+            .and_then(|s| s.talos.as_mut())
+        {
+            talos.node.disk.etcd.founder = true;
+        }
+    }
+
     pub fn talos(&self, id: Id) -> &TalosNode {
         self.world.servers[&id].talos.as_ref().unwrap()
     }

@@ -155,17 +155,7 @@ fn workers_wait_for_trustd_and_control_planes_form_etcd() {
     );
     assert!(!lab.talos(cp1).node.summary.etcd_member);
 
-    lab.world
-        .servers
-        .get_mut(&cp1)
-        .unwrap()
-        .talos
-        .as_mut()
-        .unwrap()
-        .node
-        .disk
-        .etcd
-        .founder = true;
+    lab.found_etcd(cp1);
     lab.tick(MOMENT);
     assert!(lab.talos(cp1).node.summary.etcd_member);
     assert!(
@@ -192,17 +182,7 @@ fn without_a_default_route_etcd_never_starts() {
         Some(cluster().machine_config(&isolated)),
     );
     lab.settle();
-    lab.world
-        .servers
-        .get_mut(&id)
-        .unwrap()
-        .talos
-        .as_mut()
-        .unwrap()
-        .node
-        .disk
-        .etcd
-        .founder = true;
+    lab.found_etcd(id);
     lab.settle();
     let summary = &lab.talos(id).node.summary;
     assert!(!summary.etcd_member && !summary.healthy && summary.egress_via.is_none());
@@ -271,17 +251,7 @@ fn a_deleted_members_server_stays_in_etcd_until_its_successor_joins() {
     let cp2 = lab.server("cp-2", "10.0.128.12", "v1.12.6", Some(config.clone()));
     let cp3 = lab.server("cp-3", "10.0.128.13", "v1.12.6", Some(config.clone()));
     lab.settle();
-    lab.world
-        .servers
-        .get_mut(&cp1)
-        .unwrap()
-        .talos
-        .as_mut()
-        .unwrap()
-        .node
-        .disk
-        .etcd
-        .founder = true;
+    lab.found_etcd(cp1);
     for _ in 0..3 {
         lab.tick(MOMENT);
     }
