@@ -331,7 +331,7 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
         let plan = ws.terraform(&["plan", "-no-color"]).expect_success("plan");
         let words = plan.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
-            words.contains("Control plane gone: noreturn-cp-1 (10.0.128.17)")
+            words.contains("Control planes gone: noreturn-cp-1 (10.0.128.17)")
                 && words.contains("2 of 3 run, 2 are needed"),
             "{plan}"
         );

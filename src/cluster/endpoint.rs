@@ -7,17 +7,17 @@
 //!
 //! [`ensure`] makes it so step by step, adopting what an earlier run made
 //! (found by its labels) and doing only the steps still missing; it runs
-//! beside the control plane's servers, before their bring-up, so the
-//! endpoint exists when the first control plane needs it. With `first_control_plane`, [`retire`]
+//! before the control plane's servers and configs, so the endpoint exists
+//! when the first node needs it. With `first_control_plane`, [`retire`]
 //! deletes a load balancer left from the other mode once no node uses it.
 //! Teardown deletes it with the cluster ([`delete`]).
 
+use futures_util::StreamExt;
 use tracing::{info, warn};
 
 use super::ClusterError;
 use super::group::Group;
 use super::naming;
-use super::slots;
 use super::wait::Deadline;
 use crate::hcloud::models::{Labels, LoadBalancer};
 use crate::hcloud::{Client, LabelSelector};
@@ -216,17 +216,17 @@ impl Endpoint<'_> {
     }
 }
 
-/// Deletes every load balancer hct made for `cluster`.
 /// With `first_control_plane`: deletes a load balancer left from
-/// `load_balancer` mode once no node of the cluster runs a config that
-/// names it as the endpoint (a node still on it would lose its API server
-/// and trustd). The control plane and each pool call this at the end of
-/// their applies, so whichever moves its nodes last deletes it; nodes that
-/// do not answer are not waited for (hct re-applies their config when they
-/// are back). Nothing in `load_balancer` mode.
+/// `load_balancer` mode once no node of the cluster may still use it: every
+/// server hct made for the cluster answers over the Talos API with a
+/// config whose `cluster.controlPlane.endpoint` is not the load balancer's
+/// (a node still on it, or rebooting with such a config, would lose its
+/// API server and trustd). The control plane and each pool call this at
+/// the end of their applies, so whichever moves its nodes last deletes
+/// it. Nothing in `load_balancer` mode, and one Hetzner request when there
+/// is no load balancer.
 pub async fn retire(group: &Group<'_>) -> Result<(), ClusterError> {
-    let plan = &group.settings.plan;
-    if plan.load_balancer_ip().is_some() {
+    if group.settings.plan.load_balancer_ip().is_some() {
         return Ok(());
     }
     let cluster = group.cluster();
@@ -244,34 +244,65 @@ pub async fn retire(group: &Group<'_>) -> Result<(), ClusterError> {
     else {
         return delete(group.client, cluster).await; // on no network: unused
     };
+    let servers = group
+        .client
+        .servers(
+            &LabelSelector::new()
+                .eq(naming::MANAGED_BY, naming::MANAGED_BY_HCT)
+                .eq(naming::CLUSTER, cluster),
+        )
+        .await
+        .map_err(ClusterError::hcloud("listing the cluster's servers"))?;
     let endpoint = format!("https://{ip}:");
-    let nodes = std::iter::once((CONTROL_PLANE_GROUP, plan.control_plane()))
-        .chain(plan.worker_pools().iter().map(|(n, g)| (n.as_str(), g)))
-        .flat_map(|(name, nodes)| slots::of(cluster, name, nodes));
     let endpoint = endpoint.as_str();
-    let reads = nodes.map(|slot| {
-        let address = group.address(slot.ip);
-        async move {
+    let reads = servers.into_iter().map(|server| async move {
+        let Some(private) = server.private_ip(group.settings.network_id) else {
+            return None; // off the network: it reaches no endpoint
+        };
+        let address = group.address(private);
+        let moved = async {
             let mut client = TalosClient::connect(&address, group.trust).await.ok()?;
             let config = client.machine_config().await.ok()?;
-            config.contains(endpoint).then_some(slot.name)
+            Some(!names_endpoint(&config, endpoint))
+        };
+        match moved.await {
+            Some(true) => None,
+            Some(false) => Some(format!("{} (on it)", server.name)),
+            None => Some(format!("{} (not answering)", server.name)),
         }
     });
-    let still: Vec<String> = futures_util::future::join_all(reads)
-        .await
-        .into_iter()
-        .flatten()
-        .collect();
+    let still: Vec<String> = futures_util::stream::iter(reads)
+        .buffer_unordered(READS_AT_ONCE)
+        .filter_map(|n| async { n })
+        .collect()
+        .await;
     if still.is_empty() {
         return delete(group.client, cluster).await;
     }
     info!(
         nodes = still.join(", "),
-        "keeping the API load balancer until these nodes run their new endpoint"
+        "keeping the API load balancer until every node runs its new endpoint"
     );
     Ok(())
 }
 
+/// How many nodes' configs [`retire`] reads at once.
+const READS_AT_ONCE: usize = 16;
+
+/// Whether a running config's `cluster.controlPlane.endpoint` starts with
+/// `endpoint` (`https://<ip>:`); an unreadable config counts as naming it.
+fn names_endpoint(config: &str, endpoint: &str) -> bool {
+    let Ok(documents) = crate::talos::yaml::parse_documents(config) else {
+        return true;
+    };
+    documents.iter().any(|d| {
+        d.pointer("/cluster/controlPlane/endpoint")
+            .and_then(|e| e.as_str())
+            .is_some_and(|e| e.starts_with(endpoint))
+    })
+}
+
+/// Deletes every load balancer hct made for `cluster`.
 pub async fn delete(client: &Client, cluster: &str) -> Result<(), ClusterError> {
     let found = client
         .load_balancers(&selector(cluster))
@@ -293,6 +324,15 @@ pub async fn delete(client: &Client, cluster: &str) -> Result<(), ClusterError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_config_names_the_endpoint_only_in_its_control_plane_endpoint() {
+        let on = "version: v1alpha1\ncluster:\n  controlPlane:\n    endpoint: https://10.0.128.254:6443\n  apiServer:\n    certSANs: [10.0.128.254]\n";
+        let off = "version: v1alpha1\ncluster:\n  controlPlane:\n    endpoint: https://10.0.128.17:6443\n  apiServer:\n    certSANs: [10.0.128.254]\n";
+        assert!(names_endpoint(on, "https://10.0.128.254:"));
+        assert!(!names_endpoint(off, "https://10.0.128.254:"));
+        assert!(names_endpoint("a: [", "https://10.0.128.254:"));
+    }
 
     #[test]
     fn names_labels_and_selectors() {

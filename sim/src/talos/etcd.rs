@@ -77,6 +77,12 @@ pub fn members(world: &World, cluster: &ClusterIdentity) -> Vec<MemberView> {
         .collect()
 }
 
+/// Whether more than half the members `cluster`'s etcd lists run.
+pub fn has_quorum(world: &World, cluster: &ClusterIdentity) -> bool {
+    let members = members(world, cluster);
+    members.iter().filter(|m| m.up).count() * 2 > members.len()
+}
+
 /// Whether `server`'s node runs etcd as member `id` of `cluster`.
 fn runs(world: &World, server: &Server, cluster: &ClusterIdentity, id: u64) -> bool {
     let Some(talos) = server.talos.as_ref() else {

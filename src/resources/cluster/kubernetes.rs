@@ -172,10 +172,27 @@ async fn converge(
         credentials: &credentials,
     };
     let after = model::bootstrap_manifests(state);
-    // At create (or after a failed apply) every manifest is applied: Talos
-    // created the objects at bootstrap, hct takes them over, so later
-    // changes (removed fields too) land.
-    let full = prior.get(SYNCED).as_bool() != Some(true);
+    let own_names: Vec<String> = after
+        .iter()
+        .map(|(name, _)| name.clone())
+        .chain([addons::APPROVER_MANIFEST.to_string()])
+        .collect();
+    // After an upgrade (or an apply that did not finish), the objects of
+    // the manifests Talos renders follow the release, as after `talosctl
+    // upgrade-k8s`: first, so that hct's own manifests, applied in full
+    // after them, win where they touch the same objects.
+    let moved = !prior.is_null() && release_moved(prior, state);
+    if !prior.is_null() && (moved || prior.get(SYNCED).as_bool() != Some(true)) {
+        let trust = settings.api_trust().map_err(|e| e.to_diagnostic())?;
+        talos_manifests::sync(nodes, &trust, proxy, &api, &own_names, deadline)
+            .await
+            .map_err(|e| e.to_diagnostic())?;
+    }
+    // At create (or after a failed apply, or Talos' manifests applied just
+    // now) every manifest is applied: Talos created the objects at
+    // bootstrap, hct takes them over, so later changes (removed fields
+    // too) land.
+    let full = moved || prior.get(SYNCED).as_bool() != Some(true);
     let mut apply: Vec<(String, String)> = if full {
         after.clone()
     } else {
@@ -196,24 +213,10 @@ async fn converge(
         .collect();
     apply.extend(own.apply);
     stale.extend(own.delete);
-    let own_names: Vec<String> = after
-        .iter()
-        .map(|(name, _)| name.clone())
-        .chain([addons::APPROVER_MANIFEST.to_string()])
-        .collect();
     if !apply.is_empty() || !stale.is_empty() {
         manifests::sync(&api, &apply, &stale, full, deadline)
             .await
             .map_err(|why| sync_failed(&why))?;
-    }
-    // After an upgrade (or an apply that did not finish), the objects of
-    // the manifests Talos renders follow the release, as after `talosctl
-    // upgrade-k8s`.
-    if !prior.is_null() && (full || release_moved(prior, state)) {
-        let trust = settings.api_trust().map_err(|e| e.to_diagnostic())?;
-        talos_manifests::sync(nodes, &trust, proxy, &api, &own_names, deadline)
-            .await
-            .map_err(|e| e.to_diagnostic())?;
     }
     let rule = CniRule::Known(model::brings_cni(&after));
     ready::wait_ready(ctx, deadline, settings, nodes, rule).await

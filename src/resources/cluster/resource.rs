@@ -160,13 +160,20 @@ impl GroupKind for Cluster {
             );
         }
         let recorded = nodes_from(prior.get(NODES));
+        // Only after a finished apply was every slot an etcd member.
         let members = prior
             .get("network_plan")
             .as_str()
+            .filter(|_| prior.get(kubernetes::SYNCED).as_bool() == Some(true))
             .and_then(|t| model::parse_plan(t).ok())
-            .map(|p| p.control_plane().nodes);
+            .map(|p| slots::of(&cluster, CONTROL_PLANE_GROUP, p.control_plane()));
         if let Some(members) = members
-            && let Some(d) = replacement::check(&slots, &recorded, members, &attr("control_plane"))
+            && let Some(d) = replacement::check(
+                &members,
+                &recorded,
+                network_plan.control_plane().nodes,
+                &attr("control_plane"),
+            )
         {
             plan.diagnostics.push(d);
         }

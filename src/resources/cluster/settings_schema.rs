@@ -74,8 +74,9 @@ pub fn settings_attributes(required: bool) -> Vec<Attribute> {
              upgrade Kubernetes; it must be one the new release runs: v1.31 to v1.36 on Talos \
              v1.13). A change upgrades Kubernetes like `talosctl upgrade-k8s`: the \
              control-plane components one control plane at a time, then the kubelets one node \
-             at a time (control planes, then pools), without reboots, then the manifests \
-             Talos renders (CoreDNS, kube-proxy) applied again. Any patch release of the \
+             at a time (control planes, then pools), without reboots; once the control \
+             planes are done, the manifests Talos renders (CoreDNS, kube-proxy) are applied \
+             again. Any patch release of the \
              running minor or a release of the next minor; not together with a new \
              `talos_version`. See docs/guides/upgrades.md.",
         ),

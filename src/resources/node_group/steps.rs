@@ -228,24 +228,21 @@ pub async fn converge(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     let group = clients.group(run.settings, run.spec, &deadline, &recorder);
     let outcome = async {
         if run.spec.role == Role::ControlPlane {
-            // Beside the servers: the first to need the load balancer is
-            // the bring-up, which waits for the API through it. Both run to
-            // their end (a server being made is recorded), then either's
-            // error counts.
-            let endpoint = Endpoint {
+            // Before the servers and their configs: nodes moving to the
+            // load balancer need it, and a load balancer hct cannot use
+            // stops the apply before anything else is touched.
+            Endpoint {
                 client: &clients.client,
                 cluster: &run.settings.cluster_name,
                 network_id: run.settings.network_id,
                 location: &run.spec.location,
                 plan: &run.settings.plan,
                 deadline: &deadline,
-            };
-            let (servers, balancer) = tokio::join!(group.converge(run.slots), endpoint.ensure());
-            servers?;
-            balancer?;
-        } else {
-            group.converge(run.slots).await?;
+            }
+            .ensure()
+            .await?;
         }
+        group.converge(run.slots).await?;
         let nodes = recorder.nodes();
         match run.spec.role {
             Role::ControlPlane => bring_up::control_plane(&group, &nodes).await?,

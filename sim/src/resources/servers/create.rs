@@ -322,7 +322,8 @@ impl World {
         let Some(server) = self.servers.remove(&id) else {
             return;
         };
-        // etcd keeps listing the member its node was (`talos::etcd`).
+        // etcd keeps listing the member its node was (`talos::etcd`),
+        // while any node of its cluster is left.
         if let Some(member) = server
             .talos
             .as_ref()
@@ -330,6 +331,15 @@ impl World {
         {
             self.etcd_gone.push(member);
         }
+        let servers = &self.servers;
+        self.etcd_gone.retain(|gone| {
+            servers.values().any(|s| {
+                s.talos
+                    .as_ref()
+                    .and_then(|t| t.node.config())
+                    .is_some_and(|c| c.cluster.id == gone.cluster)
+            })
+        });
         self.leave_firewalls(id);
         self.release_primary_ips(id);
         for p in server.private_net {

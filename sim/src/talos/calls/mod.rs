@@ -365,6 +365,8 @@ pub fn bootstrap(world: &mut World, at: NodeRef) -> Result<(), CallError> {
         return Err(CallError::AlreadyBootstrapped);
     }
     node_mut(world, at)?.node.disk.etcd.founder = true;
+    // A new etcd: the members of an old one with this identity are gone.
+    world.etcd_gone.retain(|g| g.cluster != config.cluster.id);
     Ok(())
 }
 

@@ -206,7 +206,12 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
         }
         return;
     }
-    let joinable = node.disk.etcd.founder || clusters.has_running_member(&config.cluster);
+    // A member joins through a running member, and only while etcd has a
+    // quorum (etcd refuses to add a member otherwise).
+    let joinable = node.disk.etcd.founder
+        || (node.disk.etcd.member.is_none()
+            && clusters.has_running_member(&config.cluster)
+            && super::etcd::has_quorum(world, &config.cluster));
     let advertises = config
         .subnets
         .etcd_address(&cluster::private_ips(server))

@@ -286,9 +286,25 @@ fn a_deleted_members_server_stays_in_etcd_until_its_successor_joins() {
     assert_eq!(listed(&lab), expected);
 
     // Its successor of the same name takes its place as it joins.
-    lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config));
+    lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config.clone()));
     lab.settle();
     lab.tick(MOMENT);
     assert_eq!(listed(&lab), all_up);
     assert!(lab.world.etcd_gone.is_empty());
+
+    // Two of three gone: no quorum, so no successor can join.
+    lab.world.remove_server(cp2);
+    lab.world.remove_server(cp3);
+    let successor = lab.server("cp-2", "10.0.128.12", "v1.12.6", Some(config));
+    lab.settle();
+    lab.tick(MOMENT);
+    assert!(!lab.talos(successor).node.summary.etcd_member);
+    assert_eq!(
+        listed(&lab),
+        [
+            ("cp-1".to_string(), true),
+            ("cp-2".to_string(), false),
+            ("cp-3".to_string(), false),
+        ]
+    );
 }
