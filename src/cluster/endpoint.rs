@@ -246,11 +246,7 @@ pub async fn retire(group: &Group<'_>) -> Result<(), ClusterError> {
     };
     let servers = group
         .client
-        .servers(
-            &LabelSelector::new()
-                .eq(naming::MANAGED_BY, naming::MANAGED_BY_HCT)
-                .eq(naming::CLUSTER, cluster),
-        )
+        .servers(&naming::cluster_selector(cluster))
         .await
         .map_err(ClusterError::hcloud("listing the cluster's servers"))?;
     let endpoint = format!("https://{ip}:");

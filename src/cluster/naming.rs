@@ -56,6 +56,13 @@ pub fn group_labels(cluster: &str, group: &str) -> Labels {
     ])
 }
 
+/// Selects everything hct made for a cluster.
+pub fn cluster_selector(cluster: &str) -> LabelSelector {
+    LabelSelector::new()
+        .eq(MANAGED_BY, MANAGED_BY_HCT)
+        .eq(CLUSTER, cluster)
+}
+
 /// Selects everything hct made for one group of a cluster.
 pub fn group_selector(cluster: &str, group: &str) -> LabelSelector {
     LabelSelector::new()

@@ -14,7 +14,7 @@ use tracing::info;
 use super::ClusterError;
 use super::naming;
 use super::wait::Deadline;
-use crate::hcloud::{Client, LabelSelector};
+use crate::hcloud::Client;
 use crate::network_plan::CONTROL_PLANE_GROUP;
 
 /// Which of the cluster's groups its destroy deletes.
@@ -35,9 +35,7 @@ pub async fn delete_cluster(
     deadline: &Deadline,
 ) -> Result<(), ClusterError> {
     let selector = match scope {
-        Scope::Everything => LabelSelector::new()
-            .eq(naming::MANAGED_BY, naming::MANAGED_BY_HCT)
-            .eq(naming::CLUSTER, cluster),
+        Scope::Everything => naming::cluster_selector(cluster),
         Scope::ControlPlane => naming::group_selector(cluster, CONTROL_PLANE_GROUP),
     };
     let servers = client

@@ -265,6 +265,11 @@ fn node_count(path: AttrPath, nodes: i64, diags: &mut Diagnostics) -> Option<u32
     }
 }
 
+/// How many of `members` etcd needs running (a majority).
+pub fn etcd_quorum(members: u32) -> u32 {
+    members / 2 + 1
+}
+
 /// Rule: etcd needs at least one member, and an odd count to make the most of
 /// its majority quorum.
 fn control_plane_size(nodes: u32, diags: &mut Diagnostics) {
@@ -279,7 +284,7 @@ fn control_plane_size(nodes: u32, diags: &mut Diagnostics) {
             .at(path),
         );
     } else if nodes.is_multiple_of(2) {
-        let quorum = nodes / 2 + 1;
+        let quorum = etcd_quorum(nodes);
         let tolerated = (nodes - 1) / 2;
         diags.push(
             Diagnostic::warning(

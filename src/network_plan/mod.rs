@@ -35,6 +35,7 @@ mod values;
 #[cfg(test)]
 mod tests;
 
+pub use attributes::etcd_quorum;
 pub use endpoint::{ApiEndpoint, FIRST_CONTROL_PLANE, LOAD_BALANCER};
 pub use hetzner::{
     HETZNER_METADATA, MAX_SERVERS_PER_NETWORK, MAX_SERVERS_PER_PLACEMENT_GROUP,

@@ -644,25 +644,14 @@ fn bootstrap_manifests_create_only_what_is_missing() {
 #[test]
 fn rbac_names_may_hold_colons_other_names_may_not() {
     let mut store = ClusterStore::new(1_700_000_000);
-    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": "system:coredns"}, "rules": []});
-    let created = call(
-        &mut store,
-        "POST",
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-        "",
-        &role,
-    );
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let role = |name: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name}, "rules": []})
+    };
+    let created = call(&mut store, "POST", roles, "", &role("system:coredns"));
     assert_eq!(created.code, 201, "{}", created.body);
-    let slash = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": "a/b"}, "rules": []});
-    let refused = call(
-        &mut store,
-        "POST",
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-        "",
-        &slash,
-    );
+    let refused = call(&mut store, "POST", roles, "", &role("a/b"));
     assert_eq!(refused.code, 422, "{}", refused.body);
     let map = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "system:coredns", "namespace": "default"}});

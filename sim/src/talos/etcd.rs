@@ -77,10 +77,19 @@ pub fn members(world: &World, cluster: &ClusterIdentity) -> Vec<MemberView> {
         .collect()
 }
 
-/// Whether more than half the members `cluster`'s etcd lists run.
-pub fn has_quorum(world: &World, cluster: &ClusterIdentity) -> bool {
+/// Whether more than half the members `cluster`'s etcd lists run; Err
+/// says how many do.
+pub fn quorum(world: &World, cluster: &ClusterIdentity) -> Result<(), String> {
     let members = members(world, cluster);
-    members.iter().filter(|m| m.up).count() * 2 > members.len()
+    let up = members.iter().filter(|m| m.up).count();
+    if up * 2 > members.len() {
+        Ok(())
+    } else {
+        Err(format!(
+            "etcd has no quorum: {up} of {} members are up",
+            members.len()
+        ))
+    }
 }
 
 /// Whether `server`'s node runs etcd as member `id` of `cluster`.

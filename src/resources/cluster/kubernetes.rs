@@ -181,8 +181,9 @@ async fn converge(
     // the manifests Talos renders follow the release, as after `talosctl
     // upgrade-k8s`: first, so that hct's own manifests, applied in full
     // after them, win where they touch the same objects.
+    let unfinished = prior.get(SYNCED).as_bool() != Some(true);
     let moved = !prior.is_null() && release_moved(prior, state);
-    if !prior.is_null() && (moved || prior.get(SYNCED).as_bool() != Some(true)) {
+    if !prior.is_null() && (moved || unfinished) {
         let trust = settings.api_trust().map_err(|e| e.to_diagnostic())?;
         talos_manifests::sync(nodes, &trust, proxy, &api, &own_names, deadline)
             .await
@@ -192,7 +193,7 @@ async fn converge(
     // now) every manifest is applied: Talos created the objects at
     // bootstrap, hct takes them over, so later changes (removed fields
     // too) land.
-    let full = moved || prior.get(SYNCED).as_bool() != Some(true);
+    let full = moved || unfinished;
     let mut apply: Vec<(String, String)> = if full {
         after.clone()
     } else {

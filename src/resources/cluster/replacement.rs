@@ -1,20 +1,17 @@
 //! Control planes whose servers are gone (deleted outside Terraform, or
-//! lost) since the last finished apply, as the plan shows them. Each is recreated at its IP under its
-//! name; etcd still lists it as a member, and as the new node joins, Talos'
-//! etcd service removes the old member of the same hostname before adding
-//! itself, so etcd ends with as many members as before. That needs a
+//! lost) since the last finished apply, as the plan shows them. Each is
+//! recreated at its IP under its name; etcd still lists it as a member,
+//! and as the new node joins, Talos' etcd service removes the old member
+//! of the same hostname before adding itself, so etcd ends with as many
+//! members as before. That needs a
 //! working etcd: while at least a quorum of the members etcd lists run, the
 //! plan warns and says what apply does; with more gone than etcd can
 //! lose, it is refused with the numbers (etcd must be recovered first).
 
 use crate::cluster::NodeRecord;
 use crate::cluster::slots::NodeSlot;
+use crate::network_plan::etcd_quorum;
 use crate::tf::{AttrPath, Diagnostic};
-
-/// Members etcd needs running out of `members`.
-pub fn quorum(members: u32) -> u32 {
-    members / 2 + 1
-}
 
 /// What the plan says of the control planes gone from state: `members`
 /// are the slots of the last applied plan (each an etcd member: call this
@@ -46,7 +43,7 @@ pub fn check(
     let count = u32::try_from(members.len()).unwrap_or(u32::MAX);
     let lost = u32::try_from(gone.len()).unwrap_or(u32::MAX);
     let running = count.saturating_sub(lost);
-    let needed = quorum(count);
+    let needed = etcd_quorum(count);
     if running < needed {
         return Some(
             Diagnostic::error(

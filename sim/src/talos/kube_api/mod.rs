@@ -177,16 +177,7 @@ pub fn readiness(world: &World, at: NodeRef) -> Result<(), String> {
         return Err("injected".into());
     }
     etcd_ready(world, server, &talos.node, config)?;
-    let members = etcd::members(world, &config.cluster);
-    let up = members.iter().filter(|m| m.up).count();
-    if up * 2 > members.len() {
-        Ok(())
-    } else {
-        Err(format!(
-            "etcd has no quorum: {up} of {} members are up",
-            members.len()
-        ))
-    }
+    etcd::quorum(world, &config.cluster)
 }
 
 /// One running Kubernetes API server.

@@ -211,7 +211,7 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
     let joinable = node.disk.etcd.founder
         || (node.disk.etcd.member.is_none()
             && clusters.has_running_member(&config.cluster)
-            && super::etcd::has_quorum(world, &config.cluster));
+            && super::etcd::quorum(world, &config.cluster).is_ok());
     let advertises = config
         .subnets
         .etcd_address(&cluster::private_ips(server))
