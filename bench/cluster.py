@@ -8,8 +8,8 @@ example  `apply` of the example (3 control planes, 2 pools of 3) ÷ the
          configs are applied over the Talos API) plus the bootstrap and join
          waits the sim imposes (none: etcd bootstraps and nodes join as soon
          as their peers run). Target <= 1.25.
-scale    the same example with 99 nodes (3 control planes, 10 pools totalling
-         96, pod CIDR /17; with the seed's NAT gateway the network holds 100
+scale    the same example with 99 nodes (3 control planes, 4 pools of 24,
+         pod CIDR /17; with the seed's NAT gateway the network holds 100
          servers, Hetzner's limit) through override files: apply ÷ the 9-node apply
          (<= 1.3), Hetzner requests per node (<= 6, every request of the
          apply counted by hct-sim, action polls included), 429 answers (0), a
@@ -39,9 +39,12 @@ PLANS = 5
 
 # Hetzner's limit of 100 servers per network, one of them the seed's NAT
 # gateway (hct_cluster_secrets refuses more at plan time): 3 control planes
-# (the example's 10.0.128.16/28) and 10 pools of /28s in the node subnet
-# totalling 96, one placement group each; one /24 of pods per node needs a /17.
-SCALE_POOLS = [(f"p{i}", f"10.0.128.{32 + 16 * i}/28", 10 if i < 6 else 9) for i in range(10)]
+# (the example's 10.0.128.16/28) and 4 pools of 24 in /27s of the node subnet
+# (3 placement groups each); one /24 of pods per node needs a /17. Four pools,
+# not ten of 10: Terraform runs at most 10 resource operations at once
+# (-parallelism), and hct_cluster with ten pools would make the last pool wait
+# for a free slot (docs/guides/parallel-bring-up.md, "Many pools").
+SCALE_POOLS = [(f"p{i}", f"10.0.128.{32 + 32 * i}/27", 24) for i in range(4)]
 SCALE_NODES = 3 + sum(n for _, _, n in SCALE_POOLS)
 
 
