@@ -41,7 +41,9 @@ def cli():
 def cli_version(terraform):
     out = subprocess.run([terraform, "version"], capture_output=True, text=True,
                          env={**os.environ, "CHECKPOINT_DISABLE": "1"})
-    return out.stdout.splitlines()[0] if out.stdout else terraform
+    # OpenTofu may print a warning (e.g. no CLI configuration file) first.
+    lines = [line for line in out.stdout.splitlines() if line.startswith(("Terraform v", "OpenTofu v"))]
+    return lines[0] if lines else terraform
 
 
 class Sim:

@@ -107,7 +107,7 @@ stats() {
     printf "%.1f %.1f %.1f\n", m / 1000, v[1] / 1000, v[NR] / 1000 }'
 }
 
-echo "cli:       $(TF_CLI_CONFIG_FILE=$work/bin.tfrc CHECKPOINT_DISABLE=1 "$tf" version | head -n 1) ($tf)"
+echo "cli:       $(TF_CLI_CONFIG_FILE=$work/bin.tfrc CHECKPOINT_DISABLE=1 "$tf" version | grep -m 1 -E '^(Terraform|OpenTofu) v') ($tf)"
 echo "provider:  $provider"
 echo "configs:   $example vs $baseline"
 
