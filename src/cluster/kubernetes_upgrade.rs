@@ -226,7 +226,8 @@ pub(super) async fn kubelet_moves(
 }
 
 /// Until every control plane's static pods run `target`'s images and are
-/// ready (for a pool: and every control plane's kubelet runs it too), asked
+/// ready (for a pool: and every control plane's kubelet is done moving, as
+/// [`until_kubelet`] decides, so no pool's kubelet moves beside one), asked
 /// at the cluster's endpoint (pools and the control plane share one
 /// release: `worker_join` carries it).
 async fn until_control_plane_on(
@@ -243,6 +244,13 @@ async fn until_control_plane_on(
     };
     let step = format!("waiting for every control plane to run Kubernetes {target}");
     wait::until(group.deadline, &label, &step, || async {
+        // A control plane's kubelet counts as moved when its own upgrade
+        // says so (`until_kubelet`): reporting the release, and Ready when a
+        // CNI runs.
+        let ready = match group.spec.role {
+            Role::Worker => nodes::cni_installed(&api).await.map_err(Retry::Again)?,
+            Role::ControlPlane => false,
+        };
         let mut behind = Vec::new();
         for cp in &control_planes {
             let pods = pods::static_pods_behind(&api, &cp.name, &components(), |c| {
@@ -254,7 +262,7 @@ async fn until_control_plane_on(
                 behind.push(format!("{}: {}", cp.name, pods.join(", ")));
             } else if group.spec.role == Role::Worker {
                 // The control planes' kubelets go before the pools'.
-                if let Err(why) = pods::kubelet_on(&api, &cp.name, &target.to_string(), false).await
+                if let Err(why) = pods::kubelet_on(&api, &cp.name, &target.to_string(), ready).await
                 {
                     behind.push(format!("{}: {why}", cp.name));
                 }
