@@ -226,8 +226,8 @@ pub(super) async fn kubelet_moves(
 }
 
 /// Until every control plane's static pods run `target`'s images and are
-/// ready (for a pool: and every control plane's kubelet is done moving, as
-/// [`until_kubelet`] decides, so no pool's kubelet moves beside one), asked
+/// ready (for a pool: then every control plane's kubelet is done moving, by
+/// the rule of its own upgrade, so no pool's kubelet moves beside one), asked
 /// at the cluster's endpoint (pools and the control plane share one
 /// release: `worker_join` carries it).
 async fn until_control_plane_on(
@@ -244,13 +244,6 @@ async fn until_control_plane_on(
     };
     let step = format!("waiting for every control plane to run Kubernetes {target}");
     wait::until(group.deadline, &label, &step, || async {
-        // A control plane's kubelet counts as moved when its own upgrade
-        // says so (`until_kubelet`): reporting the release, and Ready when a
-        // CNI runs.
-        let ready = match group.spec.role {
-            Role::Worker => nodes::cni_installed(&api).await.map_err(Retry::Again)?,
-            Role::ControlPlane => false,
-        };
         let mut behind = Vec::new();
         for cp in &control_planes {
             let pods = pods::static_pods_behind(&api, &cp.name, &components(), |c| {
@@ -260,13 +253,14 @@ async fn until_control_plane_on(
             .map_err(Retry::Again)?;
             if !pods.is_empty() {
                 behind.push(format!("{}: {}", cp.name, pods.join(", ")));
-            } else if group.spec.role == Role::Worker {
-                // The control planes' kubelets go before the pools'.
-                if let Err(why) = pods::kubelet_on(&api, &cp.name, &target.to_string(), ready).await
-                {
-                    behind.push(format!("{}: {why}", cp.name));
-                }
             }
+        }
+        if behind.is_empty() && group.spec.role == Role::Worker {
+            // The control planes' kubelets go before the pools'.
+            let names: Vec<&str> = control_planes.iter().map(|cp| cp.name.as_str()).collect();
+            behind = kubelets_behind(&api, &names, &target.to_string())
+                .await
+                .map_err(Retry::Again)?;
         }
         if behind.is_empty() {
             Ok(())
@@ -313,14 +307,37 @@ pub(super) async fn until_kubelet(
     let api = endpoint_api(group, &credentials)?;
     let step = format!("waiting for its Node to report kubelet {target}");
     wait::until(group.deadline, &node.name, &step, || async {
-        let cni = nodes::cni_installed(&api).await.map_err(Retry::Again)?;
-        pods::kubelet_on(&api, &node.name, &target, cni)
+        let behind = kubelets_behind(&api, &[node.name.as_str()], &target)
             .await
-            .map_err(Retry::Again)
+            .map_err(Retry::Again)?;
+        if behind.is_empty() {
+            Ok(())
+        } else {
+            Err(Retry::Again(behind.join("; ")))
+        }
     })
     .await?;
     info!(node = %node.name, kubernetes = %target, "kubelet upgraded");
     Ok(())
+}
+
+/// The nodes of `names` whose kubelet is not done moving to `target`, each
+/// with why. Done means: its Node reports `target`, and is Ready when a CNI
+/// runs in the cluster. The one rule for a node's own upgrade and for pools
+/// waiting on the control plane's kubelets.
+async fn kubelets_behind(
+    api: &KubeApi<'_>,
+    names: &[&str],
+    target: &str,
+) -> Result<Vec<String>, String> {
+    let ready = nodes::cni_installed(api).await?;
+    let mut behind = Vec::new();
+    for name in names {
+        if let Err(why) = pods::kubelet_on(api, name, target, ready).await {
+            behind.push(format!("{name}: {why}"));
+        }
+    }
+    Ok(behind)
 }
 
 #[cfg(test)]
