@@ -4,11 +4,15 @@
 # done with Terraform's built-in terraform_data and functions
 # (bench/network-plan-baseline). Prints median wall times, the ratio
 # hct/baseline (target <= 1.2) and the provider's peak RSS (target <= 20 MiB).
+# With Go on PATH it also times the yardstick: a plan of the smallest provider
+# built on HashiCorp's terraform-plugin-go (bench/reference-provider), and the
+# CLI's own cryptography for each provider start.
 #
-# Usage: bench/network-plan.sh [-n RUNS] [--rss-plans K] [--check]
-#   -n RUNS        timed plans of each config, after one warm-up each (default 10)
-#   --rss-plans K  plans run through the RSS-recording wrapper (default 3)
-#   --check        exit 1 if a target is missed
+# Usage: bench/network-plan.sh [-n RUNS] [--rss-plans K] [--no-reference] [--check]
+#   -n RUNS         timed plans of each config, after one warm-up each (default 10)
+#   --rss-plans K   plans run through the RSS-recording wrapper (default 3)
+#   --no-reference  skip the yardstick (it needs Go and its module proxy)
+#   --check         exit 1 if a target is missed
 # Environment:
 #   HCT_BENCH_PROVIDER  provider binary to use instead of `cargo build --release --locked`
 #   HCT_BENCH_EXAMPLE   config dir to use instead of examples/network-plan
@@ -19,12 +23,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 runs=10
 rss_plans=3
+reference=1
 check=0
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     -n) runs=$2; shift 2 ;;
     --rss-plans) rss_plans=$2; shift 2 ;;
+    --no-reference) reference=0; shift ;;
     --check) check=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
@@ -50,9 +56,20 @@ tf=$("$root/scripts/ensure-cli")
 work=$(mktemp -d "${TMPDIR:-/tmp}/hct-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# Working copies of both configs (no state, no .terraform from the repo).
-for name in hct baseline; do
-  src=$example; [[ $name = baseline ]] && src=$baseline
+if [[ $reference = 1 ]] && ! command -v go >/dev/null; then
+  echo "no go on PATH: the yardstick is skipped (--no-reference to silence this)" >&2
+  reference=0
+fi
+configs=(hct baseline)
+[[ $reference = 1 ]] && configs+=(reference)
+
+# Working copies of the configs (no state, no .terraform from the repo).
+for name in "${configs[@]}"; do
+  case $name in
+    hct) src=$example ;;
+    baseline) src=$baseline ;;
+    reference) src=$root/bench/network-plan-reference ;;
+  esac
   mkdir "$work/$name"
   cp -R "$src/." "$work/$name/"
   rm -rf "$work/$name/.terraform" "$work/$name"/terraform.tfstate*
@@ -62,6 +79,10 @@ done
 # records the provider's peak RSS (ru_maxrss of its child, KiB) after it exits.
 mkdir "$work/bin" "$work/rss-bin"
 cp "$provider" "$work/bin/terraform-provider-hct"
+if [[ $reference = 1 ]]; then
+  echo "+ go build bench/reference-provider" >&2
+  (cd "$root/bench/reference-provider" && go build -o "$work/bin/terraform-provider-reference" .)
+fi
 cat >"$work/rss-bin/terraform-provider-hct" <<EOF
 #!/usr/bin/env python3
 import ctypes, resource, subprocess, sys
@@ -78,6 +99,7 @@ for kind in bin rss-bin; do
 provider_installation {
   dev_overrides {
     "registry.hct.internal/hct/hct" = "$work/$kind"
+    "registry.hct.internal/hct/reference" = "$work/bin"
   }
   direct {}
 }
@@ -109,18 +131,20 @@ stats() {
 
 echo "cli:       $(TF_CLI_CONFIG_FILE=$work/bin.tfrc CHECKPOINT_DISABLE=1 "$tf" version | grep -m 1 -E '^(Terraform|OpenTofu) v') ($tf)"
 echo "provider:  $provider"
-echo "configs:   $example vs $baseline"
+echo "configs:   $example vs $baseline$([[ $reference = 1 ]] && echo " and $root/bench/network-plan-reference")"
 
-plan "$work/hct" "$work/bin.tfrc" >/dev/null
-plan "$work/baseline" "$work/bin.tfrc" >/dev/null
-echo "warm-up:   hct: $(grep -E '^(Plan|No changes|Changes to Outputs)' "$work/hct.log" | head -n 1)" \
-  "| baseline: $(grep -E '^(Plan|No changes|Changes to Outputs)' "$work/baseline.log" | head -n 1)"
+summary=()
+for name in "${configs[@]}"; do
+  plan "$work/$name" "$work/bin.tfrc" >/dev/null
+  summary+=("$name: $(grep -E '^(Plan|No changes|Changes to Outputs)' "$work/$name.log" | head -n 1)")
+  : >"$work/$name.times"
+done
+echo "warm-up:   $(IFS='|'; echo "${summary[*]}" | sed 's/|/ | /g')"
 
-: >"$work/hct.times"
-: >"$work/baseline.times"
-for ((i = 1; i <= runs; i++)); do # interleaved, so drift hits both alike
-  plan "$work/hct" "$work/bin.tfrc" >>"$work/hct.times"
-  plan "$work/baseline" "$work/bin.tfrc" >>"$work/baseline.times"
+for ((i = 1; i <= runs; i++)); do # interleaved, so drift hits all alike
+  for name in "${configs[@]}"; do
+    plan "$work/$name" "$work/bin.tfrc" >>"$work/$name.times"
+  done
 done
 paste "$work/hct.times" "$work/baseline.times" | awk '{ printf "%d\n", 1000000 * $1 / $2 }' >"$work/ratio.times"
 read -r ratio_med ratio_min ratio_max < <(stats "$work/ratio.times")
@@ -143,6 +167,17 @@ printf '%-9s median %8.1f ms   (min %.1f, max %.1f; %d runs)\n' baseline "$base_
 echo "ratio hct/baseline: $ratio (target <= 1.2): $(verdict "$ratio_ok")"
 awk -v m="$ratio_med" -v a="$ratio_min" -v b="$ratio_max" -v n="$runs" 'BEGIN {
   printf "ratio of each interleaved pair: median %.2f (min %.2f, max %.2f; %d pairs)\n", m / 1000, a / 1000, b / 1000, n }'
+if [[ $reference = 1 ]]; then
+  read -r ref_med ref_min ref_max < <(stats "$work/reference.times")
+  printf '%-9s median %8.1f ms   (min %.1f, max %.1f; %d runs)\n' reference "$ref_med" "$ref_min" "$ref_max" "$runs"
+  echo "yardstick: reference/baseline $(awk -v a="$ref_med" -v b="$base_med" 'BEGIN { printf "%.2f", a / b }')," \
+    "hct/reference $(awk -v a="$hct_med" -v b="$ref_med" 'BEGIN { printf "%.2f", a / b }')"
+  # The CLI's cryptography per provider start, as Go's benchmarks measure it here.
+  cost=$(cd "$root/bench/reference-provider" && go test -run '^$' -bench . -benchtime 100x . |
+    awk '/^BenchmarkClient/ { ns += $3 } END { printf "%.1f", ns / 1e6 }')
+  echo "CLI cryptography per provider start (P-521 key, certificate, handshake signature): $cost ms;" \
+    "three starts per plan: $(awk -v c="$cost" -v b="$base_med" 'BEGIN { printf "%.0f%% of the baseline plan", 300 * c / b }')"
+fi
 if [[ -z $peak_kib ]]; then
   rss_ok=0
   echo "provider peak RSS: not recorded (no provider process ran to its end under the wrapper;" \
