@@ -16,6 +16,16 @@
 //! - scaling the control plane 3 -> 5 -> 3 keeps etcd's quorum at every
 //!   change of its membership (the sim's own events);
 //! - destroy leaves no load balancer;
+//! - a test cluster's one control plane grows to three (the API answering
+//!   through the load balancer after each apply) and shrinks back to one,
+//!   keeping etcd's quorum on the way down; each plan after is empty;
+//! - a load balancer changed outside hct (a service gone, public interface
+//!   on) and then deleted shows in the plan as an update of
+//!   `api_load_balancer_id`, which apply puts right (the same load balancer,
+//!   then a new one); each plan after is empty; moved to another IP, it
+//!   shows too and apply stops, naming the setting to change;
+//! - a create that fails after making the load balancer (no server can be
+//!   created) keeps `hct_cluster` in state, and destroy deletes it;
 //! - switching an existing cluster from `first_control_plane` to
 //!   `load_balancer` and back moves every node's endpoint, the kubeconfig
 //!   works after each, the load balancer exists only in its mode (it goes
@@ -29,7 +39,7 @@ use std::path::{Path, PathBuf};
 use peers::kubectl::{kubectl, run, succeeded, through_proxy};
 use serde_json::Value;
 use support::Workspace;
-use support::reference::{pools, workspace};
+use support::reference::{pools, resource_values, workspace};
 
 const LB_IP: &str = "10.0.128.254";
 
@@ -42,6 +52,16 @@ fn plan_exit_code(ws: &Workspace) -> i32 {
         eprintln!("{}", out.stdout);
     }
     code
+}
+
+/// The example on a fresh sim with one general worker and
+/// `api_endpoint = "load_balancer"`.
+async fn balanced() -> (hct_sim::SimHandle, Workspace) {
+    let sim = support::sim::start().await;
+    let ws = workspace(&sim);
+    ws.write("pools.auto.tfvars", &pools(1));
+    ws.write("endpoint.auto.tfvars", "api_endpoint = \"load_balancer\"\n");
+    (sim, ws)
 }
 
 fn load_balancers(sim: &hct_sim::SimHandle) -> Vec<Value> {
@@ -73,6 +93,15 @@ fn kubeconfig_file(sim: &hct_sim::SimHandle, ws: &Workspace, dir: &Path) -> Path
     let path = dir.join("kubeconfig");
     std::fs::write(&path, through_proxy(kubeconfig, endpoint, &sim.proxy_url())).unwrap();
     path
+}
+
+/// After an apply: the next plan is empty, and the API answers through a
+/// kubeconfig made from the outputs.
+fn assert_settled(sim: &hct_sim::SimHandle, ws: &Workspace, after: &str) {
+    assert_eq!(plan_exit_code(ws), 0, "a plan after {after} is empty");
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig_file(sim, ws, dir.path());
+    readyz(&kubeconfig, &format!("readyz after {after}"));
 }
 
 /// `kubectl get --raw /readyz` with `kubeconfig`.
@@ -120,14 +149,7 @@ async fn switching_the_endpoint_moves_every_node_and_retires_the_load_balancer()
                 load_balancers(&sim)
             );
             assert_eq!(ws.outputs()["endpoint"]["value"], endpoint.as_str());
-            assert_eq!(
-                plan_exit_code(&ws),
-                0,
-                "a plan after switching to {mode} is empty"
-            );
-            let dir = tempfile::tempdir().unwrap();
-            let kubeconfig = kubeconfig_file(&sim, &ws, dir.path());
-            readyz(&kubeconfig, &format!("readyz after switching to {mode}"));
+            assert_settled(&sim, &ws, &format!("switching to {mode}"));
         }
     });
 }
@@ -191,10 +213,7 @@ fn assert_quorum_kept(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_balancer_endpoint_survives_the_first_control_plane() {
-    let sim = support::sim::start().await;
-    let ws = workspace(&sim);
-    ws.write("pools.auto.tfvars", &pools(1));
-    ws.write("endpoint.auto.tfvars", "api_endpoint = \"load_balancer\"\n");
+    let (sim, ws) = balanced().await;
     let client = support::sim::client(&sim);
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
@@ -378,5 +397,152 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
             "{:#?}",
             load_balancers(&sim)
         );
+    });
+}
+
+/// `api_load_balancer_id` in state.
+fn load_balancer_id_in_state(ws: &Workspace) -> Value {
+    resource_values(ws, "hct_cluster.this")["api_load_balancer_id"].clone()
+}
+
+/// The plan after a change outside hct: an update of the load balancer's id.
+fn assert_plan_puts_back(ws: &Workspace, what: &str) {
+    let out = ws.terraform(&["plan", "-no-color", "-detailed-exitcode"]);
+    assert_eq!(out.status.code(), Some(2), "{what}: {}", out.stderr);
+    let words = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("hct_cluster.this will be updated in-place")
+            && words.contains("+ api_load_balancer_id = (known after apply)")
+            && !words.contains("config_sha256")
+            && words.contains("Plan: 0 to add, 1 to change, 0 to destroy."),
+        "{what}: {}",
+        out.stdout
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_balancer_changed_outside_hct_shows_in_the_plan_and_is_put_back() {
+    let (sim, ws) = balanced().await;
+    let client = support::sim::client(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let first = load_balancers(&sim)[0]["id"].as_i64().unwrap();
+        assert_eq!(load_balancer_id_in_state(&ws), first);
+        assert_eq!(plan_exit_code(&ws), 0);
+
+        // Changed: the Talos API's service removed, the public interface on.
+        sim.modify(|w| {
+            let lb = w.load_balancers.values_mut().next().unwrap();
+            lb.services.retain(|s| s.listen_port != 50000);
+            lb.public_enabled = true;
+        });
+        assert_plan_puts_back(&ws, "a service gone, public interface on");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply puts the load balancer right");
+        let found = load_balancers(&sim);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0]["id"], first, "the same load balancer");
+        assert_eq!(found[0]["public_net"]["enabled"], false);
+        assert_eq!(found[0]["services"].as_array().unwrap().len(), 3);
+        assert_eq!(load_balancer_id_in_state(&ws), first);
+        assert_eq!(plan_exit_code(&ws), 0, "a plan after is empty");
+
+        // Deleted: apply makes a new one, at the same IP.
+        tokio::runtime::Handle::current()
+            .block_on(client.delete_load_balancer(first))
+            .unwrap();
+        assert_plan_puts_back(&ws, "the load balancer deleted");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply makes the load balancer again");
+        let found = load_balancers(&sim);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_ne!(found[0]["id"], first, "a new load balancer");
+        assert_eq!(found[0]["private_net"][0]["ip"], LB_IP);
+        assert_eq!(load_balancer_id_in_state(&ws), found[0]["id"]);
+        assert_settled(&sim, &ws, "a new load balancer");
+
+        // Moved to another IP: shown too, but apply stops and says what to do.
+        sim.modify(|w| {
+            let lb = w.load_balancers.values_mut().next().unwrap();
+            lb.private_net[0].ip = "10.0.128.250".parse().unwrap();
+        });
+        assert_plan_puts_back(&ws, "the load balancer at another IP");
+        let out = ws
+            .terraform(&["apply", "-auto-approve"])
+            .expect_failure("a load balancer at another IP");
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("Load balancer at another IP")
+                && words.contains("Set load_balancer_ip = \"10.0.128.250\""),
+            "{out}"
+        );
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_that_fails_after_the_load_balancer_keeps_it_for_destroy() {
+    let (sim, ws) = balanced().await;
+    // No server can be created; the load balancer, made first, can.
+    sim.add_fault(
+        hct_sim::FaultSpec::parse(
+            r#"{"route": "POST /servers", "respond": {"status": 403, "code": "resource_limit_exceeded"}}"#,
+        )
+        .unwrap(),
+    );
+    tokio::task::block_in_place(|| {
+        let out = ws
+            .terraform(&["apply", "-auto-approve"])
+            .expect_failure("no server can be created");
+        assert!(out.stderr.contains("resource_limit_exceeded"), "{out}");
+        assert_eq!(load_balancers(&sim).len(), 1);
+        let servers = sim.inspect(|w| {
+            w.servers
+                .values()
+                .filter(|s| s.name.starts_with("noreturn-"))
+                .count()
+        });
+        assert_eq!(servers, 0);
+        let state = ws
+            .terraform(&["state", "list"])
+            .expect_success("state list");
+        assert!(
+            state.stdout.contains("hct_cluster.this"),
+            "the load balancer is in state: {state}"
+        );
+        // A refresh keeps it (no server exists, the load balancer does), and
+        // destroy deletes it.
+        ws.terraform(&["destroy", "-auto-approve"])
+            .expect_success("destroy");
+        assert!(
+            load_balancers(&sim).is_empty(),
+            "{:#?}",
+            load_balancers(&sim)
+        );
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_control_plane_grows_to_three_and_back_to_one() {
+    let (sim, ws) = balanced().await;
+    let apply_with = |count: usize| {
+        ws.write(
+            "control_plane.auto.tfvars",
+            &format!("control_plane_nodes = {count}\n"),
+        );
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success(&format!("apply with {count} control planes"));
+        let running = vec![true; count];
+        assert_eq!(etcd_members(&sim), members(&running));
+        assert_settled(&sim, &ws, &format!("going to {count} control planes"));
+    };
+    tokio::task::block_in_place(|| {
+        apply_with(1);
+        apply_with(3);
+        // Growing from one member cannot keep a quorum of the old size; on
+        // the way down each member leaves while the others run.
+        let mut events = sim.events();
+        apply_with(1);
+        assert_quorum_kept(&mut events, "shrinking from three to one");
     });
 }

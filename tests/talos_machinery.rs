@@ -12,7 +12,7 @@
 //! upgraded in place keeps); and the checker itself, on configs Talos must
 //! refuse and on a hand-written v1.13 config. The configs the cluster
 //! end-to-end tests applied to hct-sim are judged there
-//! (tests/cluster_e2e.rs).
+//! (tests/cluster_e2e/).
 
 mod peers;
 mod support;

@@ -8,9 +8,13 @@
 //! [`ensure`] makes it so step by step, adopting what an earlier run made
 //! (found by its labels) and doing only the steps still missing; it runs
 //! before the control plane's servers and configs, so the endpoint exists
-//! when the first node needs it. With `first_control_plane`, [`retire`]
+//! when the first node needs it. A refresh [`look`]s whether it is still
+//! whole ([`gaps`]: what those steps would do), so a load balancer deleted
+//! or changed outside hct shows in the plan. With `first_control_plane`, [`retire`]
 //! deletes a load balancer left from the other mode once no node uses it.
 //! Teardown deletes it with the cluster ([`delete`]).
+
+use std::net::Ipv4Addr;
 
 use futures_util::StreamExt;
 use tracing::{info, warn};
@@ -20,7 +24,7 @@ use super::group::Group;
 use super::naming;
 use super::wait::Deadline;
 use crate::hcloud::models::{Labels, LoadBalancer};
-use crate::hcloud::{Client, LabelSelector};
+use crate::hcloud::{Client, HcloudError, LabelSelector};
 use crate::network_plan::{CONTROL_PLANE_GROUP, KUBE_API_PORT, NetworkPlan};
 use crate::talos::api::{APID_PORT, TalosClient};
 
@@ -59,6 +63,107 @@ pub fn control_plane_selector(cluster: &str) -> LabelSelector {
     naming::group_selector(cluster, CONTROL_PLANE_GROUP)
 }
 
+/// What a load balancer of ours lacks to be the endpoint, in the order
+/// [`Endpoint::ensure`] takes its steps ([`gaps`]). The first two it cannot
+/// put right: the apply stops and says what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gap {
+    /// On the cluster's network at another IP than the plan's.
+    OtherIp(Ipv4Addr),
+    /// On another network (a load balancer joins one).
+    OtherNetwork,
+    /// On no network.
+    NotAttached,
+    PublicInterfaceOn,
+    /// No label-selector target for the control planes at private IPs.
+    NoTarget,
+    NoService(u16),
+}
+
+impl std::fmt::Display for Gap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Gap::OtherIp(at) => write!(f, "on the network at {at}, not the plan's IP"),
+            Gap::OtherNetwork => write!(f, "attached to another network"),
+            Gap::NotAttached => write!(f, "on no network"),
+            Gap::PublicInterfaceOn => write!(f, "public interface on"),
+            Gap::NoTarget => write!(f, "no control-plane target"),
+            Gap::NoService(port) => write!(f, "no service on port {port}"),
+        }
+    }
+}
+
+/// What `lb` lacks to be the endpoint at `ip` on `network_id`; empty when
+/// it is whole.
+pub fn gaps(lb: &LoadBalancer, cluster: &str, network_id: i64, ip: Ipv4Addr) -> Vec<Gap> {
+    let mut gaps = Vec::new();
+    match lb.private_ip(network_id) {
+        Some(at) if at == ip => {}
+        Some(at) => gaps.push(Gap::OtherIp(at)),
+        None if !lb.private_net.is_empty() => gaps.push(Gap::OtherNetwork),
+        None => gaps.push(Gap::NotAttached),
+    }
+    if lb.public_net.enabled {
+        gaps.push(Gap::PublicInterfaceOn);
+    }
+    let targets = control_plane_selector(cluster).to_string();
+    let has_target = lb.targets.iter().any(|t| {
+        t.kind == "label_selector"
+            && t.use_private_ip
+            && t.label_selector
+                .as_ref()
+                .is_some_and(|s| s.selector == targets)
+    });
+    if !has_target {
+        gaps.push(Gap::NoTarget);
+    }
+    gaps.extend(
+        PORTS
+            .into_iter()
+            .filter(|port| !lb.services.iter().any(|s| s.listen_port == *port))
+            .map(Gap::NoService),
+    );
+    gaps
+}
+
+/// The cluster's load balancer as a refresh sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen {
+    /// Whole: its id.
+    Whole(i64),
+    /// It exists but lacks something (the plan shows an update; the apply
+    /// completes it, or stops on a [`Gap`] it cannot put right).
+    Lacking(i64),
+    Gone,
+}
+
+/// Looks at the cluster's load balancer (the one [`Endpoint::ensure`] would
+/// adopt), logging what it lacks. One request.
+pub async fn look(
+    client: &Client,
+    cluster: &str,
+    network_id: i64,
+    ip: Ipv4Addr,
+) -> Result<Seen, HcloudError> {
+    let found = client.load_balancers(&selector(cluster)).await?;
+    let Some(lb) = found.first() else {
+        info!(load_balancer = %load_balancer_name(cluster), "the API load balancer is gone");
+        return Ok(Seen::Gone);
+    };
+    let gaps = gaps(lb, cluster, network_id, ip);
+    if gaps.is_empty() {
+        return Ok(Seen::Whole(lb.id));
+    }
+    let lacks: Vec<String> = gaps.iter().map(Gap::to_string).collect();
+    info!(
+        load_balancer = %lb.name,
+        id = lb.id,
+        lacks = lacks.join(", "),
+        "the API load balancer changed outside hct"
+    );
+    Ok(Seen::Lacking(lb.id))
+}
+
 /// What one cluster's endpoint needs.
 pub struct Endpoint<'a> {
     pub client: &'a Client,
@@ -89,12 +194,12 @@ impl Endpoint<'_> {
             .map_err(ClusterError::hcloud("listing the cluster's load balancers"))
     }
 
-    /// Makes the load balancer complete in `load_balancer` mode; nothing in
-    /// `first_control_plane` mode (a load balancer left from the other mode
-    /// goes once no node uses it: [`retire`]).
-    pub async fn ensure(&self) -> Result<(), ClusterError> {
+    /// Makes the load balancer complete in `load_balancer` mode and returns
+    /// its id; nothing in `first_control_plane` mode (a load balancer left
+    /// from the other mode goes once no node uses it: [`retire`]).
+    pub async fn ensure(&self) -> Result<Option<i64>, ClusterError> {
         let Some(ip) = self.plan.load_balancer_ip() else {
-            return Ok(());
+            return Ok(None);
         };
         let name = load_balancer_name(self.cluster);
         let mut found = self.found().await?;
@@ -126,90 +231,73 @@ impl Endpoint<'_> {
             info!(load_balancer = %found[0].name, id = found[0].id, "adopting the API load balancer");
             found.swap_remove(0)
         };
-        self.complete(&lb, ip).await
+        self.complete(&lb, ip).await?;
+        Ok(Some(lb.id))
     }
 
-    /// The steps a load balancer of ours may still lack, in order.
-    async fn complete(
-        &self,
-        lb: &LoadBalancer,
-        ip: std::net::Ipv4Addr,
-    ) -> Result<(), ClusterError> {
+    /// Takes the steps a load balancer of ours still lacks, in order.
+    async fn complete(&self, lb: &LoadBalancer, ip: Ipv4Addr) -> Result<(), ClusterError> {
         let name = &lb.name;
-        match lb.private_ip(self.network_id) {
-            Some(at) if at == ip => {}
-            Some(at) => {
-                return Err(ClusterError::Refused {
-                    summary: "Load balancer at another IP",
-                    detail: format!(
-                        "Load balancer {name} (id {}) is on the network at {at}, but the network \
-                         plan's load_balancer_ip is {ip}. Set load_balancer_ip = \"{at}\", or \
-                         delete the load balancer so hct makes it again at {ip}.",
-                        lb.id
-                    ),
-                });
-            }
-            None if !lb.private_net.is_empty() => {
-                return Err(ClusterError::Refused {
-                    summary: "Load balancer on another network",
-                    detail: format!(
-                        "Load balancer {name} (id {}) is attached to another network than \
-                         network {}; Hetzner load balancers join one network. Delete it so hct \
-                         makes it again on the cluster's network.",
-                        lb.id, self.network_id
-                    ),
-                });
-            }
-            None => {
-                info!(load_balancer = %name, %ip, "attaching the API load balancer to the network");
-                let doing = format!(
-                    "attaching load balancer {name} to network {} at {ip}",
-                    self.network_id
-                );
-                let action = self
-                    .client
-                    .attach_load_balancer(lb.id, self.network_id, ip)
-                    .await
-                    .map_err(ClusterError::hcloud(doing.clone()))?;
-                self.wait(action, doing).await?;
-            }
-        }
-        if lb.public_net.enabled {
-            let doing = format!("turning off the public interface of load balancer {name}");
-            let action = self
-                .client
-                .disable_load_balancer_public_interface(lb.id)
-                .await
-                .map_err(ClusterError::hcloud(doing.clone()))?;
-            self.wait(action, doing).await?;
-        }
-        let targets = control_plane_selector(self.cluster);
-        let has_target = lb.targets.iter().any(|t| {
-            t.kind == "label_selector"
-                && t.use_private_ip
-                && t.label_selector
-                    .as_ref()
-                    .is_some_and(|s| s.selector == targets.to_string())
-        });
-        if !has_target {
-            let doing = format!("adding the control planes to load balancer {name}");
-            let action = self
-                .client
-                .add_load_balancer_selector_target(lb.id, &targets)
-                .await
-                .map_err(ClusterError::hcloud(doing.clone()))?;
-            self.wait(action, doing).await?;
-        }
-        for port in PORTS {
-            if lb.services.iter().any(|s| s.listen_port == port) {
-                continue;
-            }
-            let doing = format!("adding service {port} to load balancer {name}");
-            let action = self
-                .client
-                .add_load_balancer_tcp_service(lb.id, port)
-                .await
-                .map_err(ClusterError::hcloud(doing.clone()))?;
+        for gap in gaps(lb, self.cluster, self.network_id, ip) {
+            let (doing, action) = match gap {
+                Gap::OtherIp(at) => {
+                    return Err(ClusterError::Refused {
+                        summary: "Load balancer at another IP",
+                        detail: format!(
+                            "Load balancer {name} (id {}) is on the network at {at}, but the \
+                             network plan's load_balancer_ip is {ip}. Set load_balancer_ip = \
+                             \"{at}\", or delete the load balancer so hct makes it again at {ip}.",
+                            lb.id
+                        ),
+                    });
+                }
+                Gap::OtherNetwork => {
+                    return Err(ClusterError::Refused {
+                        summary: "Load balancer on another network",
+                        detail: format!(
+                            "Load balancer {name} (id {}) is attached to another network than \
+                             network {}; Hetzner load balancers join one network. Delete it so \
+                             hct makes it again on the cluster's network.",
+                            lb.id, self.network_id
+                        ),
+                    });
+                }
+                Gap::NotAttached => {
+                    info!(load_balancer = %name, %ip, "attaching the API load balancer to the network");
+                    let doing = format!(
+                        "attaching load balancer {name} to network {} at {ip}",
+                        self.network_id
+                    );
+                    let action = self
+                        .client
+                        .attach_load_balancer(lb.id, self.network_id, ip)
+                        .await;
+                    (doing, action)
+                }
+                Gap::PublicInterfaceOn => {
+                    let doing = format!("turning off the public interface of load balancer {name}");
+                    let action = self
+                        .client
+                        .disable_load_balancer_public_interface(lb.id)
+                        .await;
+                    (doing, action)
+                }
+                Gap::NoTarget => {
+                    let doing = format!("adding the control planes to load balancer {name}");
+                    let targets = control_plane_selector(self.cluster);
+                    let action = self
+                        .client
+                        .add_load_balancer_selector_target(lb.id, &targets)
+                        .await;
+                    (doing, action)
+                }
+                Gap::NoService(port) => {
+                    let doing = format!("adding service {port} to load balancer {name}");
+                    let action = self.client.add_load_balancer_tcp_service(lb.id, port).await;
+                    (doing, action)
+                }
+            };
+            let action = action.map_err(ClusterError::hcloud(doing.clone()))?;
             self.wait(action, doing).await?;
         }
         Ok(())
@@ -341,5 +429,62 @@ mod tests {
             "managed-by=hct,cluster=noreturn,pool=cp"
         );
         assert_eq!(PORTS, [6443, 50000, 50001]);
+    }
+
+    /// The load balancer `ensure` leaves: on network 7 at 10.0.128.254,
+    /// public interface off, the control planes its target, every port served.
+    fn whole() -> LoadBalancer {
+        serde_json::from_value(serde_json::json!({
+            "id": 1,
+            "name": "noreturn-api",
+            "public_net": {"enabled": false},
+            "private_net": [{"network": 7, "ip": "10.0.128.254"}],
+            "services": PORTS.map(|p| serde_json::json!({"protocol": "tcp", "listen_port": p, "destination_port": p})),
+            "targets": [{
+                "type": "label_selector",
+                "label_selector": {"selector": "managed-by=hct,cluster=noreturn,pool=cp"},
+                "use_private_ip": true,
+            }],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn gaps_name_each_step_a_load_balancer_lacks() {
+        let ip: Ipv4Addr = "10.0.128.254".parse().unwrap();
+        let gaps_of = |lb: &LoadBalancer| gaps(lb, "noreturn", 7, ip);
+        assert!(gaps_of(&whole()).is_empty());
+
+        let mut lb = whole();
+        lb.private_net[0].ip = "10.0.128.253".into();
+        assert_eq!(
+            gaps_of(&lb),
+            [Gap::OtherIp("10.0.128.253".parse().unwrap())]
+        );
+        lb.private_net[0].network = 8;
+        assert_eq!(gaps_of(&lb), [Gap::OtherNetwork]);
+        lb.private_net.clear();
+        assert_eq!(gaps_of(&lb), [Gap::NotAttached]);
+
+        let mut lb = whole();
+        lb.public_net.enabled = true;
+        lb.services.retain(|s| s.listen_port != 50000);
+        lb.targets[0].use_private_ip = false;
+        let lacking = gaps_of(&lb);
+        assert_eq!(
+            lacking,
+            [Gap::PublicInterfaceOn, Gap::NoTarget, Gap::NoService(50000)]
+        );
+        let said: Vec<String> = lacking.iter().map(Gap::to_string).collect();
+        assert_eq!(
+            said,
+            [
+                "public interface on",
+                "no control-plane target",
+                "no service on port 50000"
+            ]
+        );
+        // Another cluster's target is not this one's.
+        assert_eq!(gaps(&whole(), "other", 7, ip), [Gap::NoTarget]);
     }
 }

@@ -25,11 +25,16 @@ pub(crate) fn generated_secrets() -> &'static Secrets {
 /// 10.0.128.16/28 × 3, pools platform 10.0.128.32/27 × 3 and general
 /// 10.0.128.64/27 × 3, services 10.0.192.0/21, pods 10.0.224.0/19 (/24 each).
 pub(crate) fn reference_plan() -> NetworkPlan {
+    plan_of(&reference_input())
+}
+
+/// What [`reference_plan`] is planned from.
+pub(crate) fn reference_input() -> NetworkPlanInput {
     let group = |cidr: &str, nodes| NodeGroupInput {
         cidr: Some(cidr.to_owned()),
         nodes: Some(nodes),
     };
-    let input = NetworkPlanInput {
+    NetworkPlanInput {
         network_cidr: Some("10.0.0.0/16".into()),
         node_subnet: Some("10.0.128.0/24".into()),
         control_plane: Some(group("10.0.128.16/28", 3)),
@@ -44,9 +49,13 @@ pub(crate) fn reference_plan() -> NetworkPlan {
         multi_datacenter: Some(false),
         api_endpoint: Some("first_control_plane".to_owned()),
         load_balancer_ip: Some(None),
-    };
-    match network_plan::plan(&input) {
+    }
+}
+
+/// The plan of `input`, which must have no errors.
+pub(crate) fn plan_of(input: &NetworkPlanInput) -> NetworkPlan {
+    match network_plan::plan(input) {
         Ok((plan, _)) => plan,
-        Err(diagnostics) => panic!("reference plan: {diagnostics:?}"),
+        Err(diagnostics) => panic!("plan of {input:?}: {diagnostics:?}"),
     }
 }

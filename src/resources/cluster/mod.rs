@@ -10,6 +10,8 @@
 //!   quorum, as the plan shows them.
 //! - `resource`: plan, apply, read (drift), import, destroy.
 //! - `credentials`: `kubernetes_admin`, the kubeconfig taken apart.
+//! - `load_balancer`: `api_load_balancer_id`, the endpoint's load balancer
+//!   as refresh found it and apply made it.
 //! - `settings_schema` and `settings_plan`: the cluster-wide settings
 //!   (what `worker_join` carries) as attributes, their defaults and the
 //!   changes they cannot take, shared with `hct_cluster_secrets`; copied
@@ -18,6 +20,7 @@
 mod addons;
 mod credentials;
 mod kubernetes;
+mod load_balancer;
 pub(crate) mod model;
 mod replacement;
 mod resource;

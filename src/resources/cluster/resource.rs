@@ -11,6 +11,7 @@ use tracing::info;
 
 use super::credentials;
 use super::kubernetes;
+use super::load_balancer;
 use super::model::{self, attr, control_plane_attr};
 use super::replacement;
 use super::schema;
@@ -112,6 +113,7 @@ impl GroupKind for Cluster {
         else {
             for name in [
                 "endpoint",
+                load_balancer::ATTRIBUTE,
                 NODES,
                 "talosconfig",
                 "kubeconfig",
@@ -186,6 +188,8 @@ impl GroupKind for Cluster {
         );
         set(planned, NODES, nodes);
         plan_client_configs(prior, planned);
+        // After the settings: an unknown id would make them unknown.
+        load_balancer::plan(&network_plan, prior, planned);
         // The parallel form's bundle is the configuration's.
         if !parallel {
             let join = settings
@@ -255,6 +259,7 @@ impl GroupKind for Cluster {
         if let Err(d) = finish_state(state, &prepared.settings) {
             outcome.diagnostics.push(d);
         }
+        load_balancer::record(state, outcome.api_load_balancer_id);
         kubernetes::finish(ctx, prior, state, &prepared.settings, outcome).await;
     }
 
@@ -284,12 +289,23 @@ impl GroupKind for Cluster {
     }
 
     fn drifted(mut state: Value, refreshed: &Refreshed) -> Option<Value> {
+        let load_balancer_left =
+            load_balancer::refreshed(&mut state, refreshed.api_load_balancer.as_ref());
         if refreshed.servers.is_empty() {
+            if !load_balancer_left {
+                info!(
+                    cluster = model::text(&state, "name"),
+                    "no control-plane server exists any more; the cluster is gone"
+                );
+                return None;
+            }
+            // Kept for its load balancer, which destroy deletes; an apply
+            // builds the cluster on it again (no etcd is left to keep).
             info!(
                 cluster = model::text(&state, "name"),
-                "no control-plane server exists any more; the cluster is gone"
+                "no control-plane server exists; the cluster's load balancer does"
             );
-            return None;
+            set(&mut state, kubernetes::SYNCED, Value::from(false));
         }
         // Labels and types changed on Hetzner show as a diff, so apply puts
         // them back.

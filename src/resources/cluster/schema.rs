@@ -125,6 +125,7 @@ pub fn schema() -> Schema {
          hct's add-ons) in line and saw its nodes Ready; false after a failure, so that the \
          next apply applies them again. Always planned true.",
     ))
+    .attribute(super::load_balancer::attribute())
     .attribute(Attribute::computed("id", Type::String).description("The cluster's name."))
     .attribute(Attribute::computed("endpoint", Type::String).description(
         "The Kubernetes API: the plan's `cluster_endpoint`, `https://<first control-plane IP or private load balancer IP>:6443` (private).",

@@ -14,17 +14,16 @@
 //! [`NodeGroupResource`] is the Terraform resource made of these steps; a
 //! [`GroupKind`] supplies what is its own.
 //!
-//! - `state`: the node list in state; `steps`: the lifecycle's steps;
-//!   `resource`: the resource made of them.
+//! - `state`: the node list in state; `steps`: plan and apply's steps;
+//!   `read`: refresh and import; `resource`: the resource made of them.
 
+mod read;
 pub mod ready;
 mod resource;
 mod state;
 mod steps;
 
+pub use read::{Imported, Recorded, Refreshed, import, refresh};
 pub use resource::{GroupKind, NodeGroupResource, Prepared, StateGroup};
 pub use state::{NODE_LIST_DESCRIPTION, node_list_type, nodes_from, nodes_value};
-pub use steps::{
-    Imported, Outcome, Recorded, Refreshed, Run, Target, converge, group_spec, import, plan_nodes,
-    preflight, refresh, remove_all,
-};
+pub use steps::{Outcome, Run, Target, converge, group_spec, plan_nodes, preflight, remove_all};

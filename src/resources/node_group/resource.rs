@@ -6,8 +6,9 @@ use std::marker::PhantomData;
 
 use async_trait::async_trait;
 
+use super::read::{Recorded, Refreshed, refresh};
 use super::state::{nodes_from, nodes_value};
-use super::steps::{Outcome, Recorded, Refreshed, Run, converge, refresh};
+use super::steps::{Outcome, Run, converge};
 use crate::cluster::preflight::Paths;
 use crate::cluster::settings::ClusterSettings;
 use crate::cluster::{GroupSpec, NodeSlot, this_run};
