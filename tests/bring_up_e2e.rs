@@ -12,37 +12,14 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hct_sim::resources::servers::Server;
-use hct_sim::state::World;
 use hct_sim::{FaultSpec, Sim, SimEvent, SimHandle, SimOptions};
 use support::reference::{EXAMPLE, pools, state_attribute, workspace};
+use support::sim::{releases, server_ids};
 use support::timeline::{out_of_service_at_once, talos_starts, talos_timeline};
 use support::{apply_with_provider_log, plan_exit_code, unwrapped};
 
 async fn sim() -> SimHandle {
     support::sim::start().await
-}
-
-/// The cluster's servers (not the seed's NAT gateway).
-fn cluster_servers(w: &World) -> impl Iterator<Item = &Server> {
-    w.servers
-        .values()
-        .filter(|s| !hct_sim::seed::is_seeded(&s.labels))
-}
-
-fn server_ids(sim: &SimHandle) -> BTreeMap<String, i64> {
-    sim.inspect(|w| cluster_servers(w).map(|s| (s.name.clone(), s.id)).collect())
-}
-
-fn releases(sim: &SimHandle) -> BTreeMap<String, String> {
-    sim.inspect(|w| {
-        cluster_servers(w)
-            .map(|s| {
-                let release = s.talos.as_ref().map(|t| t.version.clone());
-                (s.name.clone(), release.unwrap_or_default())
-            })
-            .collect()
-    })
 }
 
 /// How many servers were created (`POST /servers`) so far.

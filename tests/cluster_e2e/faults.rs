@@ -19,9 +19,7 @@ async fn survives_rate_limits_server_errors_and_locks() {
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply under faults");
-        assert_eq!(server_names(&sim), expected_names(3));
-        let (code, out) = plan_exit_code(&ws, &[]);
-        assert_eq!(code, 0, "{out}");
+        assert_converged(&sim, &ws, 3, "faults");
     });
 }
 
@@ -64,13 +62,7 @@ async fn a_failing_action_fails_the_apply_and_a_rerun_converges() {
         // The failed create tainted the cluster: the rerun replaces it.
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("rerun");
-        assert_eq!(
-            server_names(&sim),
-            expected_names(3),
-            "no orphans, no duplicates"
-        );
-        let (code, out) = plan_exit_code(&ws, &[]);
-        assert_eq!(code, 0, "{out}");
+        assert_converged(&sim, &ws, 3, "the rerun");
     });
 }
 
@@ -82,13 +74,7 @@ async fn a_node_that_never_comes_up_times_out_naming_it() {
         FaultSpec::parse(r#"{"talos": "unreachable", "server": "noreturn-cp-2"}"#).unwrap(),
     );
     tokio::task::block_in_place(|| {
-        let out = ws
-            .terraform(&["apply", "-auto-approve", "-var", "create_timeout=4s"])
-            .expect_failure("unreachable node");
-        assert!(
-            out.stderr.contains("Timed out waiting for noreturn-cp-2"),
-            "{out}"
-        );
+        let out = apply_timing_out_on(&ws, "noreturn-cp-2");
         // It never answered, in maintenance mode or after: the diagnostic
         // names the step and the two likely causes.
         let words = unwrapped(&out.stderr);
@@ -146,13 +132,7 @@ async fn an_api_server_that_never_gets_ready_times_out_naming_it() {
         FaultSpec::parse(r#"{"talos": "apiserver_down", "server": "noreturn-cp-3"}"#).unwrap(),
     );
     tokio::task::block_in_place(|| {
-        let out = ws
-            .terraform(&["apply", "-auto-approve", "-var", "create_timeout=4s"])
-            .expect_failure("API server never ready");
-        assert!(
-            out.stderr.contains("Timed out waiting for noreturn-cp-3"),
-            "{out}"
-        );
+        let out = apply_timing_out_on(&ws, "noreturn-cp-3");
         assert!(
             out.stderr.contains("waiting for the Kubernetes API server"),
             "{out}"

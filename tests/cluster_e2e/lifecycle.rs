@@ -62,9 +62,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
         ws.write("pools.auto.tfvars", &pools(2));
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("scale down");
-        assert_eq!(server_names(&sim), expected_names(2));
-        let (code, out) = plan_exit_code(&ws, &[]);
-        assert_eq!(code, 0, "plan after scaling down\n{out}");
+        assert_converged(&sim, &ws, 2, "scaling down");
 
         // Drift: a server deleted and labels changed behind Terraform's back.
         let gone = server_id(&sim, "noreturn-general-2");
@@ -114,13 +112,7 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
             .expect_success("import pool");
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply after import");
-        assert_eq!(
-            server_names(&sim),
-            expected_names(2),
-            "import must not create servers"
-        );
-        let (code, out) = plan_exit_code(&ws, &[]);
-        assert_eq!(code, 0, "plan after import\n{out}");
+        assert_converged(&sim, &ws, 2, "import (which must not create servers)");
 
         // Import the cluster by name, with its secrets.
         let secrets = state_attribute(&ws, "hct_cluster.this", "machine_secrets");
@@ -134,13 +126,12 @@ async fn builds_scales_drifts_imports_and_destroys_the_reference_cluster() {
             .expect_success("import cluster");
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply after cluster import");
-        assert_eq!(
-            server_names(&sim),
-            expected_names(2),
-            "import must not create servers"
+        assert_converged(
+            &sim,
+            &ws,
+            2,
+            "cluster import (which must not create servers)",
         );
-        let (code, out) = plan_exit_code(&ws, &[]);
-        assert_eq!(code, 0, "plan after cluster import\n{out}");
 
         ws.terraform(&["destroy", "-auto-approve"])
             .expect_success("destroy");
@@ -234,13 +225,7 @@ async fn the_provider_killed_mid_apply_then_apply_again_converges() {
         sim.clear_faults();
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply after the kill");
-        assert_eq!(
-            server_names(&sim),
-            expected_names(3),
-            "no orphans, no duplicates"
-        );
-        let (code, out) = plan_exit_code(&ws, &[]);
-        assert_eq!(code, 0, "{out}");
+        assert_converged(&sim, &ws, 3, "the kill");
         ws.terraform(&["destroy", "-auto-approve"])
             .expect_success("destroy");
         assert!(server_names(&sim).is_empty());

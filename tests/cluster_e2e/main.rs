@@ -28,13 +28,13 @@ use hct::talos::api::{AdminCredentials, ApplyMode, NodeAddress, TalosClient, Tru
 use hct::talos::client_config::{
     admin_kubeconfig_at, client_certificate_expiry, talos_api_credentials, talosconfig_at,
 };
-use hct_sim::resources::servers::{Server, ServerStatus};
-use hct_sim::state::World;
+use hct_sim::resources::servers::ServerStatus;
 use hct_sim::{FaultSpec, SimHandle};
 use peers::talos_check::{Config, assert_clean, check};
 use serde_json::json;
 use support::Workspace;
 use support::reference::{pools, pools_labelled, resource_values, state_attribute, workspace};
+use support::sim::{cluster_servers, releases, server_ids};
 use support::timeline::{out_of_service_at_once, talos_starts, talos_timeline};
 use support::{apply_with_provider_log, plan_exit_code, unwrapped};
 
@@ -54,15 +54,34 @@ fn pool_nodes(ws: &Workspace, pool: &str) -> Vec<(String, i64, String)> {
         .collect()
 }
 
-/// The sim's servers but the seed's NAT gateway.
-fn cluster_servers(w: &World) -> impl Iterator<Item = &Server> {
-    w.servers
-        .values()
-        .filter(|s| !hct_sim::seed::is_seeded(&s.labels))
-}
-
 fn server_names(sim: &SimHandle) -> BTreeSet<String> {
     sim.inspect(|w| cluster_servers(w).map(|s| s.name.clone()).collect())
+}
+
+/// After an apply: exactly the reference cluster's servers with `general`
+/// workers in the general pool (no orphans, no duplicates), and an empty plan.
+fn assert_converged(sim: &SimHandle, ws: &Workspace, general: u32, after: &str) {
+    assert_eq!(
+        server_names(sim),
+        expected_names(general),
+        "servers after {after}"
+    );
+    let (code, out) = plan_exit_code(ws, &[]);
+    assert_eq!(code, 0, "plan after {after}\n{out}");
+}
+
+/// Applies with a 4 s create timeout under a fault that keeps `node` from
+/// coming up; the apply fails naming it.
+fn apply_timing_out_on(ws: &Workspace, node: &str) -> support::TfOutput {
+    let out = ws
+        .terraform(&["apply", "-auto-approve", "-var", "create_timeout=4s"])
+        .expect_failure(&format!("{node} never ready"));
+    assert!(
+        out.stderr
+            .contains(&format!("Timed out waiting for {node}")),
+        "{out}"
+    );
+    out
 }
 
 fn expected_names(general: u32) -> BTreeSet<String> {

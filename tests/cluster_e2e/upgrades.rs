@@ -3,22 +3,6 @@
 
 use super::*;
 
-/// The Talos release each server runs, by name.
-fn releases(sim: &SimHandle) -> BTreeMap<String, String> {
-    sim.inspect(|w| {
-        cluster_servers(w)
-            .map(|s| {
-                let release = s.talos.as_ref().map(|t| t.version.clone());
-                (s.name.clone(), release.unwrap_or_default())
-            })
-            .collect()
-    })
-}
-
-fn server_ids(sim: &SimHandle) -> BTreeMap<String, i64> {
-    sim.inspect(|w| cluster_servers(w).map(|s| (s.name.clone(), s.id)).collect())
-}
-
 /// Applies `upgrade` (a newer `talos_version`) to the reference cluster on
 /// Talos `to`'s releases and checks it went as hct promises: planned as an
 /// in-place update; afterwards every node on `to`, the same servers, the

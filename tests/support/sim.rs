@@ -1,10 +1,13 @@
 //! hct-sim for tests: a seeded emulator with fast actions, hct's Hetzner
 //! client pointed at it, and the seeded network and Talos snapshots.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hct::hcloud::{Client, ClientConfig, FirstPoll};
 use hct::secret::Secret;
+use hct_sim::resources::servers::Server;
+use hct_sim::state::World;
 use hct_sim::{Sim, SimHandle, SimOptions};
 
 /// The seeded emulator ("the private network", Talos snapshots) with fast actions.
@@ -59,5 +62,29 @@ pub fn seeded_talos_image(sim: &SimHandle, version: &str, arch: &str) -> i64 {
             })
             .map(|i| i.id)
             .unwrap()
+    })
+}
+
+/// The sim's servers but the seed's NAT gateway: the cluster's.
+pub fn cluster_servers(w: &World) -> impl Iterator<Item = &Server> {
+    w.servers
+        .values()
+        .filter(|s| !hct_sim::seed::is_seeded(&s.labels))
+}
+
+/// The cluster's server ids, by name.
+pub fn server_ids(sim: &SimHandle) -> BTreeMap<String, i64> {
+    sim.inspect(|w| cluster_servers(w).map(|s| (s.name.clone(), s.id)).collect())
+}
+
+/// The Talos release each of the cluster's servers runs, by name.
+pub fn releases(sim: &SimHandle) -> BTreeMap<String, String> {
+    sim.inspect(|w| {
+        cluster_servers(w)
+            .map(|s| {
+                let release = s.talos.as_ref().map(|t| t.version.clone());
+                (s.name.clone(), release.unwrap_or_default())
+            })
+            .collect()
     })
 }
