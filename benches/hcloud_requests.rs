@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use hct::hcloud::{Client, ClientConfig, FirstPoll, PrivateServer};
+use hct::hcloud::{Client, ClientConfig, PrivateServer};
 use hct::secret::Secret;
 use hct_sim::{Profile, Sim, SimOptions};
 
@@ -44,8 +44,7 @@ async fn run(servers: u32) -> (u64, u64, Duration) {
     let client = Client::new(ClientConfig {
         endpoint: sim.endpoint().parse().expect("endpoint"),
         token: Secret::new(sim.token()),
-        poll_interval: Duration::from_millis(500),
-        first_poll: FirstPoll::AfterTypicalDuration,
+        pace: hct::pace::Pace::default(),
     })
     .expect("client");
     let baseline: u64 = sim.request_counts().values().sum();

@@ -26,7 +26,8 @@
 //!   group name, ports and Hetzner's limits.
 //! - leaves: `net` (SOCKS5 dialing), `secret` (values never printed),
 //!   `build_info` (version, source address), `tf`
-//!   (Terraform values, schemas, diagnostics), `duration`, `der`, `logging`.
+//!   (Terraform values, schemas, diagnostics), `pace` (the poll interval and
+//!   the retry waits derived from it), `duration`, `der`, `logging`.
 //! - `docs`: the registry docs, generated from the schemas.
 
 pub mod build_info;
@@ -38,6 +39,7 @@ pub mod hcloud;
 pub mod logging;
 pub mod net;
 pub mod network_plan;
+pub mod pace;
 pub mod protocol;
 pub mod provider;
 pub mod resources;

@@ -10,9 +10,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::ClusterError;
+use crate::pace::Pace;
 use crate::talos::api::TalosError;
 
-/// The first retry comes quickly; later ones back off to this.
+/// The first retry comes quickly; later ones back off to this (in
+/// production; a shorter poll interval shortens both, see [`Pace`]).
 const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(2);
 const FIRST_RETRY_INTERVAL: Duration = Duration::from_millis(250);
 
@@ -23,15 +25,22 @@ pub struct Deadline {
     started: Instant,
     timeout: Duration,
     cancel: CancellationToken,
+    pace: Pace,
 }
 
 impl Deadline {
-    pub fn new(timeout: Duration, cancel: CancellationToken) -> Self {
+    pub fn new(timeout: Duration, cancel: CancellationToken, pace: Pace) -> Self {
         Self {
             started: Instant::now(),
             timeout,
             cancel,
+            pace,
         }
+    }
+
+    /// How fast the waits under this deadline retry.
+    pub fn pace(&self) -> Pace {
+        self.pace
     }
 
     /// Time left, at least a second so a last call can still be made.
@@ -76,7 +85,7 @@ where
     Fut: Future<Output = Result<T, Retry>>,
 {
     let started = Instant::now();
-    let mut interval = FIRST_RETRY_INTERVAL;
+    let mut interval = deadline.pace.scaled(FIRST_RETRY_INTERVAL);
     for number in 1.. {
         let outcome = tokio::select! {
             outcome = attempt() => outcome,
@@ -106,7 +115,7 @@ where
                     started.elapsed().as_secs()
                 );
                 deadline.sleep(interval, &format!("{node}: {step}")).await?;
-                interval = (interval * 2).min(MAX_RETRY_INTERVAL);
+                interval = (interval * 2).min(deadline.pace.scaled(MAX_RETRY_INTERVAL));
             }
         }
     }
@@ -164,7 +173,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn times_out_naming_the_node_and_the_last_reason() {
-        let deadline = Deadline::new(Duration::from_secs(3), CancellationToken::new());
+        let deadline = Deadline::new(
+            Duration::from_secs(3),
+            CancellationToken::new(),
+            Pace::default(),
+        );
         let result: Result<(), _> = until(
             &deadline,
             "noreturn-cp-2",
@@ -178,10 +191,31 @@ mod tests {
         assert!(message.contains("connection refused"), "{message}");
     }
 
+    /// Attempts `until` makes in 3 s of a node that never answers.
+    async fn attempts_in_three_seconds(pace: Pace) -> u32 {
+        let deadline = Deadline::new(Duration::from_secs(3), CancellationToken::new(), pace);
+        let mut calls = 0;
+        let _ = until(&deadline, "n", "waiting", || {
+            calls += 1;
+            async { Err::<(), _>(Retry::Again("not yet".into())) }
+        })
+        .await;
+        calls
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_follow_the_poll_interval() {
+        // Production: 250 ms, then doubling to 2 s.
+        assert_eq!(attempts_in_three_seconds(Pace::default()).await, 5);
+        // 50 ms: a tenth of each wait (25 ms doubling to 200 ms).
+        let fast = attempts_in_three_seconds(Pace::set(Duration::from_millis(50))).await;
+        assert!((16..=20).contains(&fast), "{fast} attempts");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn stops_when_cancelled() {
         let cancel = CancellationToken::new();
-        let deadline = Deadline::new(Duration::from_secs(3600), cancel.clone());
+        let deadline = Deadline::new(Duration::from_secs(3600), cancel.clone(), Pace::default());
         let waiting = until(&deadline, "n", "waiting", || async {
             Err::<(), _>(Retry::Again("not yet".into()))
         });
@@ -191,7 +225,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn succeeds_after_retries() {
-        let deadline = Deadline::new(Duration::from_secs(60), CancellationToken::new());
+        let deadline = Deadline::new(
+            Duration::from_secs(60),
+            CancellationToken::new(),
+            Pace::default(),
+        );
         let mut calls = 0;
         let value = until(&deadline, "n", "waiting", || {
             calls += 1;

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, info};
 
-use super::client::{Client, FirstPoll, Retry};
+use super::client::{Client, Retry};
 use super::error::HcloudError;
 use super::models::Action;
 use super::watcher::{Outcome, Pending};
@@ -78,10 +78,9 @@ impl Client {
             let mut state = self.watcher().lock();
             let first_wait = self
                 .estimated_duration(&action.command)
-                .or_else(|| match self.first_poll() {
-                    FirstPoll::AfterTypicalDuration => typical_duration(&action.command),
-                    FirstPoll::AfterPollInterval => None,
-                })
+                // A poll interval that was set is also the first wait (for
+                // endpoints much faster than Hetzner, such as hct-sim).
+                .or_else(|| (!self.pace().is_set()).then(|| typical_duration(&action.command))?)
                 .unwrap_or_default()
                 .max(self.poll_interval());
             state
@@ -222,7 +221,9 @@ impl Client {
         };
         by_progress.clamp(
             self.poll_interval(),
-            MAX_POLL_INTERVAL.max(self.poll_interval()),
+            self.pace()
+                .scaled(MAX_POLL_INTERVAL)
+                .max(self.poll_interval()),
         )
     }
 }

@@ -16,6 +16,7 @@ use super::error::{ApiError, HcloudError};
 use super::models::Pagination;
 use super::ratelimit::RateBudget;
 use super::watcher::Watcher;
+use crate::pace::Pace;
 use crate::secret::Secret;
 
 /// Hetzner's largest page.
@@ -34,22 +35,10 @@ const BACKOFF_CAP: Duration = Duration::from_secs(8);
 pub struct ClientConfig {
     pub endpoint: Url,
     pub token: Secret,
-    /// First polling interval for actions; waits back off from there.
-    pub poll_interval: Duration,
-    /// When to poll an action of a kind this client has not seen finish yet.
-    pub first_poll: FirstPoll,
-}
-
-/// When the first poll of a new kind of action happens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum FirstPoll {
-    /// After the time Hetzner typically takes (one poll per action in the
-    /// usual case, which keeps request counts low).
-    #[default]
-    AfterTypicalDuration,
-    /// After the poll interval: for endpoints much faster than Hetzner,
-    /// such as hct-sim with short durations in tests.
-    AfterPollInterval,
+    /// The first polling interval for actions (waits back off from there),
+    /// when to poll an action of a kind this client has not seen finish
+    /// yet, and how long retries wait.
+    pub pace: Pace,
 }
 
 /// A Hetzner Cloud API client. Cheap to clone: clones share the connection
@@ -65,8 +54,7 @@ struct Inner {
     endpoint: Url,
     token: Secret,
     budget: RateBudget,
-    pub(super) poll_interval: Duration,
-    first_poll: FirstPoll,
+    pace: Pace,
     /// Observed duration per action command, for the first poll of the next one.
     pub(super) action_durations: Mutex<HashMap<String, Duration>>,
     watcher: Watcher,
@@ -110,8 +98,7 @@ impl Client {
                 endpoint,
                 token: config.token,
                 budget: RateBudget::default(),
-                poll_interval: config.poll_interval,
-                first_poll: config.first_poll,
+                pace: config.pace,
                 action_durations: Mutex::new(HashMap::new()),
                 watcher: Watcher::default(),
             }),
@@ -135,12 +122,12 @@ impl Client {
         &self.cancel
     }
 
-    pub(crate) fn first_poll(&self) -> FirstPoll {
-        self.inner.first_poll
+    pub(crate) fn pace(&self) -> Pace {
+        self.inner.pace
     }
 
     pub(crate) fn poll_interval(&self) -> Duration {
-        self.inner.poll_interval
+        self.inner.pace.poll_interval()
     }
 
     pub(crate) fn estimated_duration(&self, command: &str) -> Option<Duration> {
@@ -333,9 +320,11 @@ impl Client {
     /// How long to wait before another attempt, or None to give up.
     async fn retry_wait(&self, failure: &Failure, retry: Retry, attempt: u32) -> Option<Duration> {
         let backoff = || {
-            let exponential = BACKOFF_BASE
+            let pace = self.inner.pace;
+            let exponential = pace
+                .scaled(BACKOFF_BASE)
                 .saturating_mul(1 << attempt.min(10))
-                .min(BACKOFF_CAP);
+                .min(pace.scaled(BACKOFF_CAP));
             // Jitter (50–100 %) keeps parallel callers from retrying in lockstep.
             exponential.mul_f64(0.5 + fastrand::f64() / 2.0)
         };
@@ -344,7 +333,8 @@ impl Client {
             Failure::Api { error, reset_in } => match error.code.as_str() {
                 "rate_limit_exceeded" if attempt < MAX_ATTEMPTS => {
                     warn!("Hetzner rate limit reached: slowing down");
-                    Some(self.inner.budget.backoff_after_429(*reset_in).await + backoff())
+                    let wait = self.inner.budget.backoff_after_429(*reset_in).await;
+                    Some(self.inner.pace.scaled(wait) + backoff())
                 }
                 "conflict" | "timeout" | "unavailable" | "bad_gateway" | "service_error"
                 | "maintenance"

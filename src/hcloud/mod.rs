@@ -21,7 +21,7 @@ mod private_server;
 mod servers;
 mod ssh_keys;
 
-pub use client::{Client, ClientConfig, FirstPoll};
+pub use client::{Client, ClientConfig};
 pub use error::{ApiError, HcloudError};
 pub use labels::LabelSelector;
 pub use private_server::{CreateStep, PrivateServer, StepFailed};

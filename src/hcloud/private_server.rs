@@ -195,7 +195,7 @@ impl Client {
                 });
             }
             self.sleep(wait, what).await?;
-            wait = (wait * 3 / 2).min(Duration::from_secs(5));
+            wait = self.pace().grow(wait, Duration::from_secs(5));
             server = self
                 .server(server.id)
                 .await?

@@ -231,7 +231,7 @@ impl Client {
             }
             self.sleep(pause, &format!("{what}: waiting for it to stop"))
                 .await?;
-            pause = (pause * 3 / 2).min(Duration::from_secs(3));
+            pause = self.pace().grow(pause, Duration::from_secs(3));
         }
     }
 

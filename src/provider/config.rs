@@ -6,12 +6,11 @@ use std::time::Duration;
 use url::Url;
 
 use crate::duration;
-use crate::hcloud::FirstPoll;
+use crate::pace::Pace;
 pub use crate::secret::Secret;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Schema, Type, Value};
 
 pub const DEFAULT_HCLOUD_ENDPOINT: &str = "https://api.hetzner.cloud/v1";
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// The resolved provider configuration.
 #[derive(Debug, Clone)]
@@ -22,9 +21,8 @@ pub struct ProviderConfig {
     pub hcloud_endpoint: Url,
     /// SOCKS5 proxy that reaches the nodes' private IPs.
     pub talos_proxy: Option<Url>,
-    pub poll_interval: Duration,
-    /// When an action is first polled (see [`FirstPoll`]).
-    pub first_poll: FirstPoll,
+    /// The poll interval, and the retry waits derived from it.
+    pub pace: Pace,
 }
 
 pub fn schema() -> Schema {
@@ -61,7 +59,9 @@ pub fn schema() -> Schema {
          waits). A duration such as `\"500ms\"` or `\"2s\"`. Default: the `HCT_POLL_INTERVAL` \
          environment variable, else `\"500ms\"` with the first poll of an action after the \
          time Hetzner typically takes for it (fewer requests). When set, actions are polled \
-         at this interval from the start (useful against hct-sim).",
+         at this interval from the start, and retries (5xx, `locked`, a 429, a node not \
+         answering yet) wait proportionally less when it is shorter than `\"500ms\"` \
+         (useful against hct-sim).",
         ),
     )
 }
@@ -157,16 +157,13 @@ pub fn resolve(
             .map_err(|d| diagnostics.push(from_source(d, &source, "talos_proxy")))
             .ok(),
     };
-    // Set explicitly, the interval also times the first poll of an action;
-    // by default the first poll waits for Hetzner's typical duration (fewer
-    // requests against the hourly budget).
-    let (poll_interval, first_poll) = match pick("poll_interval", &["HCT_POLL_INTERVAL"]) {
-        None => (DEFAULT_POLL_INTERVAL, FirstPoll::AfterTypicalDuration),
+    let pace = match pick("poll_interval", &["HCT_POLL_INTERVAL"]) {
+        None => Pace::default(),
         Some((text, source)) => match parse_poll_interval(&text) {
-            Ok(interval) => (interval, FirstPoll::AfterPollInterval),
+            Ok(interval) => Pace::set(interval),
             Err(d) => {
                 diagnostics.push(from_source(d, &source, "poll_interval"));
-                (DEFAULT_POLL_INTERVAL, FirstPoll::AfterTypicalDuration)
+                Pace::default()
             }
         },
     };
@@ -175,8 +172,7 @@ pub fn resolve(
             hcloud_token,
             hcloud_endpoint,
             talos_proxy,
-            poll_interval,
-            first_poll,
+            pace,
         })),
         _ => Err(diagnostics),
     }
@@ -294,7 +290,7 @@ mod tests {
             resolved.talos_proxy.unwrap().as_str(),
             "socks5://127.0.0.1:1080"
         );
-        assert_eq!(resolved.poll_interval, DEFAULT_POLL_INTERVAL);
+        assert_eq!(resolved.pace, Pace::default());
 
         let defaults = resolve(&config(&[]), &FakeEnv(HashMap::new()))
             .unwrap()

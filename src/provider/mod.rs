@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::hcloud::{Client, ClientConfig};
+use crate::pace::Pace;
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
 pub use config::ProviderConfig;
 pub use ephemeral::{EphemeralResource, Opened};
@@ -33,6 +34,12 @@ pub struct Context {
 }
 
 impl Context {
+    /// How fast waits poll and retry: the configured pace, or production's
+    /// before the provider is configured.
+    pub fn pace(&self) -> Pace {
+        self.config.as_ref().map(|c| c.pace).unwrap_or_default()
+    }
+
     /// The configuration, or an error that says why it is missing.
     pub fn require_config(&self) -> Result<&ProviderConfig, Diagnostic> {
         self.config.as_deref().ok_or_else(|| {
@@ -257,8 +264,7 @@ impl Provider {
                 Client::new(ClientConfig {
                     endpoint: config.hcloud_endpoint.clone(),
                     token,
-                    poll_interval: config.poll_interval,
-                    first_poll: config.first_poll,
+                    pace: config.pace,
                 })
                 .map_err(|e| e.to_diagnostic("setting up the API client"))?,
             ),

@@ -272,7 +272,7 @@ impl Build<'_> {
         key: &BuilderKey,
     ) -> Result<ssh::Session, SnapshotError> {
         let started = Instant::now();
-        let mut pause = Duration::from_millis(500);
+        let mut pause = self.client.poll_interval();
         let mut last = None;
         for attempt in 1.. {
             let left = self.left();
@@ -308,7 +308,7 @@ impl Build<'_> {
                 () = tokio::time::sleep(wait) => {}
                 () = self.cancel.cancelled() => return Err(self.stopped("waiting for SSH")),
             }
-            pause = (pause * 3 / 2).min(SSH_RETRY_CAP);
+            pause = self.client.pace().grow(pause, SSH_RETRY_CAP);
         }
         Err(SnapshotError::SshTimedOut {
             ip: target.ip(),

@@ -64,7 +64,7 @@ pub async fn existing(client: &Client, spec: &ImageSpec) -> Result<Option<Image>
             .sleep(pause, "waiting for a snapshot being created")
             .await
             .map_err(SnapshotError::hcloud("waiting for a Talos snapshot"))?;
-        pause = (pause * 3 / 2).min(Duration::from_secs(10));
+        pause = client.pace().grow(pause, Duration::from_secs(10));
     }
 }
 

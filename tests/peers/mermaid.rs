@@ -1,5 +1,5 @@
-//! Mermaid's own parser (`scripts/ensure-peers` installs it from npm into
-//! `target/peers/mermaid-check`), for the diagrams hct draws.
+//! Mermaid's own parser (`scripts/ensure-peers mermaid` installs it from npm into
+//! the per-machine peer cache), for the diagrams hct draws.
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -1,6 +1,6 @@
 //! Talos' own judgement of machine configs: runs `talos-check-<release>
 //! validate` (see tests/talos-check/main.go) over config files and reads its
-//! JSON verdicts. Used by tests/talos_machinery.rs on generated configs and
+//! JSON verdicts. Used by tests/integration/talos_machinery.rs on generated configs and
 //! by the cluster end-to-end tests on the configs hct applied to hct-sim.
 
 use std::fmt::Write as _;

@@ -1,4 +1,4 @@
-//! The fault matrix's table (tests/fault_matrix.rs): the steps of a
+//! The fault matrix's table (tests/e2e/fault_matrix.rs): the steps of a
 //! cluster apply, the fault classes, and for each cell the fault it injects
 //! and what hct must do about it.
 

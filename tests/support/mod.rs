@@ -8,6 +8,7 @@
 #![allow(dead_code)] // each test file uses a different part of this module
 
 pub mod cluster_state;
+pub mod fault_cells;
 pub mod plan;
 pub mod reference;
 pub mod sim;
@@ -44,42 +45,54 @@ pub struct Cli {
     pub version: String,
 }
 
-/// The CLI to run; `scripts/ensure-cli` runs once per process, and the CLI's
-/// version is checked against the kind `$HCT_CLI` asked for (a `tofu` found
-/// as "terraform" would make the Terraform pass test OpenTofu twice).
+/// The CLI to run: `$HCT_CLI_PATH` when `scripts/test` resolved it once for
+/// the whole run (with `$HCT_CLI_VERSION`, its version line), else what
+/// `scripts/ensure-cli` prints, once per process. The CLI's version is
+/// checked against the kind `$HCT_CLI` asked for (a `tofu` found as
+/// "terraform" would make the Terraform pass test OpenTofu twice).
 pub fn cli() -> &'static Cli {
     static CLI: OnceLock<Cli> = OnceLock::new();
     CLI.get_or_init(|| {
-        let script = repo_root().join("scripts/ensure-cli");
-        let out = Command::new(&script)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "{} failed: {}",
-            script.display(),
-            out.status
-        );
-        let path = String::from_utf8(out.stdout).expect("ensure-cli printed non-UTF-8");
-        let path = PathBuf::from(path.trim());
+        let path = match std::env::var_os("HCT_CLI_PATH") {
+            Some(path) => PathBuf::from(path),
+            None => {
+                let script = repo_root().join("scripts/ensure-cli");
+                let out = Command::new(&script)
+                    .stdin(Stdio::null())
+                    .stderr(Stdio::inherit())
+                    .output()
+                    .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+                assert!(
+                    out.status.success(),
+                    "{} failed: {}",
+                    script.display(),
+                    out.status
+                );
+                let path = String::from_utf8(out.stdout).expect("ensure-cli printed non-UTF-8");
+                PathBuf::from(path.trim())
+            }
+        };
         let want = match std::env::var("HCT_CLI").as_deref() {
             Ok("tofu") => CliKind::OpenTofu,
             _ => CliKind::Terraform, // ensure-cli refused any other value
         };
-        let version = Command::new(&path)
-            .arg("version")
-            .env("CHECKPOINT_DISABLE", "1")
-            .env_remove("TF_CLI_CONFIG_FILE")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("running {} version: {e}", path.display()));
-        let version = String::from_utf8_lossy(&version.stdout)
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_owned();
+        let version = match std::env::var("HCT_CLI_VERSION") {
+            Ok(version) if std::env::var_os("HCT_CLI_PATH").is_some() => version,
+            _ => {
+                let out = Command::new(&path)
+                    .arg("version")
+                    .env("CHECKPOINT_DISABLE", "1")
+                    .env_remove("TF_CLI_CONFIG_FILE")
+                    .stdin(Stdio::null())
+                    .output()
+                    .unwrap_or_else(|e| panic!("running {} version: {e}", path.display()));
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            }
+        };
         let kind = if version.starts_with("OpenTofu v") {
             CliKind::OpenTofu
         } else if version.starts_with("Terraform v") {

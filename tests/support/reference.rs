@@ -61,7 +61,7 @@ pub fn workspace(sim: &SimHandle) -> Workspace {
     let mut ws = Workspace::dev_override(&[("main.tf", EXAMPLE)]);
     ws.write("pools.auto.tfvars", &pools(3));
     // The example's default is the load balancer; the suites built on this
-    // workspace test the other mode, and tests/endpoint_e2e.rs this one.
+    // workspace test the other mode, and tests/e2e/endpoint_e2e.rs this one.
     ws.write(
         "endpoint.auto.tfvars",
         "api_endpoint = \"first_control_plane\"\n",

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hct::hcloud::{Client, ClientConfig, FirstPoll};
+use hct::hcloud::{Client, ClientConfig};
 use hct::secret::Secret;
 use hct_sim::resources::servers::Server;
 use hct_sim::state::World;
@@ -34,8 +34,7 @@ pub fn client(sim: &SimHandle) -> Client {
     Client::new(ClientConfig {
         endpoint: sim.endpoint().parse().unwrap(),
         token: Secret::new(sim.token()),
-        poll_interval: Duration::from_millis(50),
-        first_poll: FirstPoll::AfterPollInterval,
+        pace: hct::pace::Pace::set(Duration::from_millis(50)),
     })
     .unwrap()
 }

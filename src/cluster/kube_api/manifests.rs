@@ -311,7 +311,10 @@ async fn apply_all(
             started.elapsed().as_secs()
         );
         deadline
-            .sleep(UNSERVED_RETRY, "applying the bootstrap manifests")
+            .sleep(
+                deadline.pace().scaled(UNSERVED_RETRY),
+                "applying the bootstrap manifests",
+            )
             .await
             .map_err(|e| e.to_string())?;
         // Discover again: a CRD may have become served.

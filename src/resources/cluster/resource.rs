@@ -45,10 +45,11 @@ const CONFIG_INPUTS: &[&str] = &[
 ];
 
 /// Secrets to check configs with at plan time, before the cluster's own
-/// are made (made once per provider process; never stored or sent).
+/// are made (made once per provider process, without RSA; never stored or
+/// sent).
 fn checking_secrets() -> Option<Secrets> {
     static SECRETS: std::sync::OnceLock<Option<Secrets>> = std::sync::OnceLock::new();
-    SECRETS.get_or_init(|| Secrets::generate().ok()).clone()
+    SECRETS.get_or_init(|| Secrets::for_checking().ok()).clone()
 }
 
 /// The state attribute with the control plane's nodes.
@@ -467,7 +468,7 @@ async fn destroy(ctx: &Context, prior: &Value) -> Applied {
     };
     let timeout =
         timeouts::limit(prior, Operation::Delete).unwrap_or(Operation::Delete.default_limit());
-    let deadline = Deadline::new(timeout, ctx.cancel.clone());
+    let deadline = Deadline::new(timeout, ctx.cancel.clone(), ctx.pace());
     let cluster = model::text(prior, "name").to_string();
     let scope = if model::parallel_form(prior) {
         teardown::Scope::ControlPlane

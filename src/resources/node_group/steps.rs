@@ -226,7 +226,7 @@ pub async fn converge(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         }
     }
     let recorder = Recorder::new(&run.settings.cluster_name, &run.spec.group, run.prior_nodes);
-    let deadline = Deadline::new(run.timeout, run.ctx.cancel.clone());
+    let deadline = Deadline::new(run.timeout, run.ctx.cancel.clone(), run.ctx.pace());
     let group = clients.group(run.settings, run.spec, &deadline, &recorder);
     let mut api_load_balancer_id = None;
     let outcome = async {
@@ -316,7 +316,7 @@ pub async fn remove_all(
     let clients = Clients::new(ctx, settings)
         .await
         .map_err(|d| (prior_nodes, d))?;
-    let deadline = Deadline::new(timeout, ctx.cancel.clone());
+    let deadline = Deadline::new(timeout, ctx.cancel.clone(), ctx.pace());
     let group = clients.group(settings, spec, &deadline, &recorder);
     group
         .converge(&[])

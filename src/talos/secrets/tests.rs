@@ -215,3 +215,16 @@ fn debug_output_shows_no_secret() {
         assert!(!debug.contains(secret), "{debug}");
     }
 }
+
+#[test]
+fn the_checking_bundle_has_the_same_shape_without_rsa() {
+    let checking = Secrets::for_checking().unwrap();
+    assert_eq!(
+        checking.service_account_key_algorithm(),
+        KeyAlgorithm::EcdsaP256
+    );
+    assert_eq!(checking.os_ca().key_algorithm(), KeyAlgorithm::Ed25519);
+    // It reads back as talosctl's secrets.yaml, as a real bundle does.
+    let again = Secrets::from_yaml(&checking.to_yaml()).unwrap();
+    assert_eq!(again.to_yaml(), checking.to_yaml());
+}

@@ -1,0 +1,11 @@
+//! hct-sim from the outside: its Hetzner API over HTTP, the public-network
+//! resources, the SOCKS5 proxy, and the emulated Talos and Kubernetes APIs.
+//! One test target, so that the crate graph is linked once.
+
+mod common;
+
+mod http_api;
+mod public_net_api;
+mod socks5_proxy;
+mod talos_apid;
+mod talos_kube_api;
