@@ -3,8 +3,9 @@
 // src/talos/config/keys/ (read by hct and by hct-sim).
 //
 // Run it in a module that requires github.com/siderolabs/talos/pkg/machinery
-// at the release (e.g. a copy of target/peers/talos-check-<release>/ with this
-// file as its only .go file): `go run . > keys.txt`. For v1.11 drop the
+// at the release (e.g. tests/talos-check/go.mod.tmpl filled in as
+// scripts/ensure-peers does, with this file as its only .go file):
+// `go run . > keys.txt`. For v1.11 drop the
 // network documents (the release has none).
 //
 // Output: one line per key, `<document>.<path>`, `[]` for list items, and

@@ -2,13 +2,14 @@
 //! every wait derived from it.
 //!
 //! By default hct polls every 500 ms and its retries back off as they would
-//! against Hetzner and real nodes (Hetzner's 5xx over seconds, a 429 over a
-//! couple of tokens' refill, a node's API over a reboot). A poll interval set
-//! shorter (`poll_interval`, `HCT_POLL_INTERVAL`), as tests against hct-sim
-//! do, shortens those retry waits in the same proportion, so that a steady
-//! fault fails in about as many attempts but a tenth of the time. A longer
-//! interval leaves them as they are: polling less often must not make a
-//! failure take longer to report.
+//! against Hetzner and real nodes (Hetzner's 5xx and `locked` over seconds,
+//! a node's API over a reboot). A poll interval set shorter (`poll_interval`,
+//! `HCT_POLL_INTERVAL`), as tests against hct-sim do, shortens those retry
+//! waits in the same proportion, so that a steady fault fails in about as
+//! many attempts but a tenth of the time. A longer interval leaves them as
+//! they are: polling less often must not make a failure take longer to
+//! report. What the API itself asks for is never shortened: the wait after
+//! a 429 follows the request budget it reports (`hcloud::ratelimit`).
 
 use std::time::Duration;
 
@@ -55,7 +56,7 @@ impl Pace {
     /// The next wait of a poll that backs off by half each time, up to a
     /// cap that production sets at `production_cap` (scaled as any wait).
     pub fn grow(&self, wait: Duration, production_cap: Duration) -> Duration {
-        (wait * 3 / 2).min(self.scaled(production_cap).max(self.poll_interval))
+        (wait * 3 / 2).min(self.scaled(production_cap))
     }
 
     /// A wait that production makes `production` long: shortened in

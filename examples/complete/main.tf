@@ -7,7 +7,7 @@
 #
 # Against Hetzner: set HCLOUD_TOKEN and HCT_TALOS_PROXY (a SOCKS5 proxy into
 # the network, e.g. Tailscale's on a machine attached to it), then
-# `terraform init && terraform apply`. tests/complete_e2e.rs applies this
+# `terraform init && terraform apply`. tests/e2e/complete_e2e.rs applies this
 # very configuration to hct-sim.
 
 terraform {

@@ -333,8 +333,8 @@ impl Client {
             Failure::Api { error, reset_in } => match error.code.as_str() {
                 "rate_limit_exceeded" if attempt < MAX_ATTEMPTS => {
                     warn!("Hetzner rate limit reached: slowing down");
-                    let wait = self.inner.budget.backoff_after_429(*reset_in).await;
-                    Some(self.inner.pace.scaled(wait) + backoff())
+                    // The budget's wait as the API reports it, whatever the pace.
+                    Some(self.inner.budget.backoff_after_429(*reset_in).await + backoff())
                 }
                 "conflict" | "timeout" | "unavailable" | "bad_gateway" | "service_error"
                 | "maintenance"

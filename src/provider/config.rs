@@ -59,7 +59,7 @@ pub fn schema() -> Schema {
          waits). A duration such as `\"500ms\"` or `\"2s\"`. Default: the `HCT_POLL_INTERVAL` \
          environment variable, else `\"500ms\"` with the first poll of an action after the \
          time Hetzner typically takes for it (fewer requests). When set, actions are polled \
-         at this interval from the start, and retries (5xx, `locked`, a 429, a node not \
+         at this interval from the start, and retries (5xx, `locked`, a node not \
          answering yet) wait proportionally less when it is shorter than `\"500ms\"` \
          (useful against hct-sim).",
         ),

@@ -21,6 +21,7 @@ use crate::talos::image;
 const BUILDER_IMAGE: &str = "ubuntu-24.04";
 /// One SSH attempt (TCP, handshake, login) at most.
 const SSH_ATTEMPT: Duration = Duration::from_secs(20);
+const SSH_FIRST_RETRY: Duration = Duration::from_millis(500);
 const SSH_RETRY_CAP: Duration = Duration::from_secs(5);
 
 /// What a build left: the snapshot (also when a later step failed, so the
@@ -272,7 +273,7 @@ impl Build<'_> {
         key: &BuilderKey,
     ) -> Result<ssh::Session, SnapshotError> {
         let started = Instant::now();
-        let mut pause = self.client.poll_interval();
+        let mut pause = self.client.pace().scaled(SSH_FIRST_RETRY);
         let mut last = None;
         for attempt in 1.. {
             let left = self.left();

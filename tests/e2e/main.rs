@@ -2,8 +2,8 @@
 //! OpenTofu with `HCT_CLI=tofu`) against the provider cargo built, mostly on
 //! hct-sim. One test target, so that `tests/support` and `tests/peers` are
 //! compiled and linked once; `scripts/test` runs this target under both CLIs
-//! at once. A suite is a module: `cargo nextest run --test e2e -E
-//! 'test(/^kube_e2e::/)'`, or `cargo test --test e2e kube_e2e::`.
+//! at once. A suite is a module: `"$(scripts/ensure-nextest)" nextest run
+//! --test e2e -E 'test(/^kube_e2e::/)'`, or `cargo test --test e2e kube_e2e::`.
 
 #[path = "../peers/mod.rs"]
 mod peers;

@@ -3,8 +3,9 @@
 //! test module that runs the CLI (uses tests/support's `Workspace`, directly
 //! or through its reference example's `support::reference`) must live in
 //! `tests/e2e/`, and no module here may: a new suite cannot be tested under
-//! Terraform only. Each suite file under `tests/e2e/` must also be declared
-//! in its `main.rs`, or it would silently not run.
+//! Terraform only. Every file beside a target's `main.rs` (`tests/e2e`,
+//! `tests/integration`, `sim/tests/api`) must also be declared there, or it
+//! would silently not run.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -49,31 +50,48 @@ fn only_the_e2e_target_runs_the_cli() {
     );
 }
 
-#[test]
-fn every_e2e_suite_file_is_declared() {
-    let dir = repo_root().join("tests/e2e");
-    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
-    let declared: BTreeSet<&str> = main
-        .lines()
-        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
-        .collect();
-    let mut present = BTreeSet::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
+/// The modules declared (`mod name;`) in a target's main.rs, but the
+/// shared ones it takes from elsewhere (`#[path]`).
+fn declared(main: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(main).unwrap();
+    let mut out = BTreeSet::new();
+    let mut borrowed = false;
+    for line in text.lines() {
+        if line.starts_with("#[path") {
+            borrowed = true;
+        } else if let Some(name) = line.strip_prefix("mod ").and_then(|l| l.strip_suffix(';')) {
+            if !borrowed {
+                out.insert(name.to_owned());
+            }
+            borrowed = false;
+        }
+    }
+    out
+}
+
+/// The modules beside a target's main.rs: `name.rs` and `name/mod.rs`.
+fn present(dir: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         if path.is_dir() && path.join("mod.rs").is_file()
             || path.extension().is_some_and(|e| e == "rs") && name != "main"
         {
-            present.insert(name);
+            out.insert(name);
         }
     }
-    let declared: BTreeSet<String> = declared
-        .into_iter()
-        .filter(|m| *m != "peers" && *m != "support")
-        .map(str::to_owned)
-        .collect();
-    assert_eq!(
-        declared, present,
-        "tests/e2e/main.rs must declare every suite beside it"
-    );
+    out
+}
+
+#[test]
+fn every_test_file_is_declared_in_its_target() {
+    for target in ["tests/e2e", "tests/integration", "sim/tests/api"] {
+        let dir = repo_root().join(target);
+        assert_eq!(
+            declared(&dir.join("main.rs")),
+            present(&dir),
+            "{target}/main.rs must declare every module beside it, or it never runs"
+        );
+    }
 }

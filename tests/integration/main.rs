@@ -13,6 +13,7 @@ mod cli_suites;
 mod docs_fresh;
 mod hcloud_client;
 mod kubeconfig_rpcs;
+mod pace;
 mod peer_tools;
 mod plugin_process;
 mod protocol_rpcs;

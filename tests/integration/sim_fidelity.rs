@@ -9,13 +9,11 @@
 //! `scripts/ensure-python-tools` (a venv with a pinned `hcloud`).
 
 use std::io::{BufRead, BufReader, Lines};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn repo_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::{repo_root, script_output};
 
 /// `$HCT_SIM_BIN`, or the binary cargo builds for package hct-sim.
 fn sim_binary() -> PathBuf {
@@ -46,18 +44,7 @@ fn sim_binary() -> PathBuf {
 }
 
 fn python() -> PathBuf {
-    let script = repo_root().join("scripts/ensure-python-tools");
-    let out = Command::new(&script)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} failed: {}",
-        script.display(),
-        out.status
-    );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    PathBuf::from(script_output("ensure-python-tools", &[]).trim())
 }
 
 /// A running `hct-sim serve`, stopped with SIGKILL if the test fails early.

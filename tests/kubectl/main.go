@@ -2,7 +2,7 @@
 // module, which publishes the command but no main package.
 //
 // scripts/ensure-peers builds this file in a module generated from
-// go.mod.tmpl (target/peers/kubectl-build/), with the Kubernetes version
+// go.mod.tmpl (in its per-machine cache), with the Kubernetes version
 // set by -ldflags so that `kubectl version` reports it. It is the same as
 // Kubernetes' cmd/kubectl/kubectl.go.
 package main

@@ -1,9 +1,11 @@
 //! The peer tools of `scripts/ensure-peers` (OpenTofu, Hetzner's hcloud
 //! provider in a filesystem mirror, the Talos machinery checker per release),
-//! for tests that hold hct against them: `mod peers;` in a test file.
+//! for tests that hold hct against them (`crate::peers` in `tests/e2e` and
+//! `tests/integration`).
 //!
-//! The script runs once per test process, unless `scripts/test` builds the
-//! peers in the background and names its env file (`HCT_PEERS_ENV`). When
+//! The script runs once per piece and test process, unless `scripts/test`
+//! builds the peers in the background and names its env file
+//! (`HCT_PEERS_ENV`). When
 //! it fails the tests fail: a missing peer is never a reason to skip.
 #![allow(dead_code)] // each test file uses a different part of this module
 
@@ -13,31 +15,56 @@ pub mod talos_check;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// What `scripts/ensure-peers` printed: `KEY=VALUE` lines.
-pub struct Peers {
-    vars: BTreeMap<String, String>,
-    /// The env file a background `scripts/ensure-peers --env-file` is
-    /// still writing (`scripts/test`), read again while a key is missing.
-    pending: Option<PathBuf>,
+/// Where the peers' `KEY=VALUE` lines come from.
+pub enum Peers {
+    /// The env file of `scripts/test`'s background `scripts/ensure-peers
+    /// --env-file`, read again while a key is missing.
+    Background(PathBuf),
+    /// `scripts/ensure-peers <piece>` run for the piece a key belongs to,
+    /// once per piece and process (a lone `cargo test` builds only what its
+    /// tests use).
+    OnDemand(Mutex<BTreeMap<String, String>>),
 }
 
-/// How long a test waits for the background peer build to reach its piece.
-const BACKGROUND_BUILD_LIMIT: Duration = Duration::from_secs(45 * 60);
+/// How long a test waits for the background peer build to reach its piece:
+/// less than nextest's limit for a test (.config/nextest.toml), so that
+/// this says why.
+const BACKGROUND_BUILD_LIMIT: Duration = Duration::from_secs(28 * 60);
+
+/// The piece of `scripts/ensure-peers` that prints `key`.
+fn piece_of(key: &str) -> &'static str {
+    match key {
+        k if k.starts_with("TOFU") => "tofu",
+        k if k.starts_with("KUBECTL") => "kubectl",
+        k if k.starts_with("TALOS_CHECK") => "talos-check",
+        k if k.starts_with("MERMAID") => "mermaid",
+        k if k.starts_with("HCLOUD") || k == "TF_CLI_CONFIG_FILE" => "hcloud",
+        k if k.starts_with("KUBERNETES") => "kubernetes",
+        other => panic!("no peer prints {other}"),
+    }
+}
 
 impl Peers {
     /// A variable of the peers; panics if the script did not print it.
     /// While the background build of `scripts/test` runs, waits for the
     /// piece that prints it (tofu, kubectl, … are built one after another).
     pub fn var(&self, key: &str) -> String {
-        if let Some(value) = self.vars.get(key) {
-            return value.clone();
-        }
-        let Some(file) = &self.pending else {
-            panic!("scripts/ensure-peers printed no {key}")
+        let file = match self {
+            Peers::OnDemand(vars) => {
+                let mut vars = vars.lock().unwrap_or_else(|e| e.into_inner());
+                if !vars.contains_key(key) {
+                    let printed = crate::support::script_output("ensure-peers", &[piece_of(key)]);
+                    vars.extend(read_env(&printed));
+                }
+                return vars
+                    .get(key)
+                    .unwrap_or_else(|| panic!("scripts/ensure-peers printed no {key}"))
+                    .clone();
+            }
+            Peers::Background(file) => file,
         };
         let started = Instant::now();
         loop {
@@ -45,13 +72,24 @@ impl Peers {
             if let Some(value) = vars.get(key) {
                 return value.clone();
             }
+            let log = file.with_file_name("peers.log");
             match vars.get("PEERS_DONE").map(String::as_str) {
                 Some("ok") => panic!("{}: the peer build printed no {key}", file.display()),
                 Some(_) => panic!(
-                    "{}: the peer build failed before {key}; its log is beside it",
-                    file.display()
+                    "the peer build failed ({}) without {key}: see {}",
+                    vars.get("PEERS_FAILED").map_or("?", String::as_str),
+                    log.display()
                 ),
                 None => {}
+            }
+            if let Some(pid) = vars.get("PEERS_PID") {
+                // Read again: it may have finished since.
+                let finished = read_env(&std::fs::read_to_string(file).unwrap_or_default());
+                assert!(
+                    Path::new("/proc").join(pid).exists() || finished.contains_key("PEERS_DONE"),
+                    "the peer build (pid {pid}) died before {key}: see {}",
+                    log.display()
+                );
             }
             assert!(
                 started.elapsed() < BACKGROUND_BUILD_LIMIT,
@@ -102,39 +140,13 @@ fn read_env(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The repository root (where Cargo.toml is).
-pub fn repo_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The peers: from the env file `scripts/test` names in `HCT_PEERS_ENV`
 /// (its background build, waited for per key), else built (or found built)
-/// by running `scripts/ensure-peers` once per test process.
+/// piece by piece as the tests ask for them.
 pub fn peers() -> &'static Peers {
     static PEERS: OnceLock<Peers> = OnceLock::new();
-    PEERS.get_or_init(|| {
-        if let Some(file) = std::env::var_os("HCT_PEERS_ENV") {
-            return Peers {
-                vars: BTreeMap::new(),
-                pending: Some(PathBuf::from(file)),
-            };
-        }
-        let script = repo_root().join("scripts/ensure-peers");
-        let out = Command::new(&script)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "{} failed ({}); its progress and error are on stderr above",
-            script.display(),
-            out.status
-        );
-        let text = String::from_utf8(out.stdout).expect("ensure-peers printed non-UTF-8");
-        Peers {
-            vars: read_env(&text),
-            pending: None,
-        }
+    PEERS.get_or_init(|| match std::env::var_os("HCT_PEERS_ENV") {
+        Some(file) => Peers::Background(PathBuf::from(file)),
+        None => Peers::OnDemand(Mutex::default()),
     })
 }

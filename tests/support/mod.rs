@@ -1,4 +1,5 @@
-//! Shared harness for hct's end-to-end tests: `mod support;` in a test file.
+//! Shared harness for hct's end-to-end and integration tests (`tests/e2e`,
+//! `tests/integration`: each target declares it once, as `crate::support`).
 //!
 //! - [`cli`]: the CLI under test, Terraform or OpenTofu by `$HCT_CLI`
 //!   (`scripts/ensure-cli`).
@@ -7,6 +8,7 @@
 //! - [`HttpsServer`]: a static HTTPS server on 127.0.0.1 with a throwaway CA.
 #![allow(dead_code)] // each test file uses a different part of this module
 
+pub mod cli;
 pub mod cluster_state;
 pub mod fault_cells;
 pub mod plan;
@@ -14,10 +16,11 @@ pub mod reference;
 pub mod sim;
 pub mod timeline;
 
+pub use cli::{cli, script_output};
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
 
 /// The provider's source address, as users write it in `required_providers`.
 pub const PROVIDER_SOURCE: &str = "registry.hct.internal/hct/hct";
@@ -25,94 +28,6 @@ pub const PROVIDER_SOURCE: &str = "registry.hct.internal/hct/hct";
 /// The repository root (where Cargo.toml is).
 pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Which Terraform-compatible CLI the end-to-end tests run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CliKind {
-    Terraform,
-    OpenTofu,
-}
-
-/// The CLI every end-to-end test runs, chosen by `$HCT_CLI` through
-/// `scripts/ensure-cli`: `terraform` (the default; `scripts/ensure-terraform`)
-/// or `tofu` (the OpenTofu of `scripts/ensure-peers`).
-#[derive(Debug)]
-pub struct Cli {
-    pub kind: CliKind,
-    pub path: PathBuf,
-    /// The first line of `version`, e.g. `OpenTofu v1.12.6`.
-    pub version: String,
-}
-
-/// The CLI to run: `$HCT_CLI_PATH` when `scripts/test` resolved it once for
-/// the whole run (with `$HCT_CLI_VERSION`, its version line), else what
-/// `scripts/ensure-cli` prints, once per process. The CLI's version is
-/// checked against the kind `$HCT_CLI` asked for (a `tofu` found as
-/// "terraform" would make the Terraform pass test OpenTofu twice).
-pub fn cli() -> &'static Cli {
-    static CLI: OnceLock<Cli> = OnceLock::new();
-    CLI.get_or_init(|| {
-        let path = match std::env::var_os("HCT_CLI_PATH") {
-            Some(path) => PathBuf::from(path),
-            None => {
-                let script = repo_root().join("scripts/ensure-cli");
-                let out = Command::new(&script)
-                    .stdin(Stdio::null())
-                    .stderr(Stdio::inherit())
-                    .output()
-                    .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-                assert!(
-                    out.status.success(),
-                    "{} failed: {}",
-                    script.display(),
-                    out.status
-                );
-                let path = String::from_utf8(out.stdout).expect("ensure-cli printed non-UTF-8");
-                PathBuf::from(path.trim())
-            }
-        };
-        let want = match std::env::var("HCT_CLI").as_deref() {
-            Ok("tofu") => CliKind::OpenTofu,
-            _ => CliKind::Terraform, // ensure-cli refused any other value
-        };
-        let version = match std::env::var("HCT_CLI_VERSION") {
-            Ok(version) if std::env::var_os("HCT_CLI_PATH").is_some() => version,
-            _ => {
-                let out = Command::new(&path)
-                    .arg("version")
-                    .env("CHECKPOINT_DISABLE", "1")
-                    .env_remove("TF_CLI_CONFIG_FILE")
-                    .stdin(Stdio::null())
-                    .output()
-                    .unwrap_or_else(|e| panic!("running {} version: {e}", path.display()));
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned()
-            }
-        };
-        let kind = if version.starts_with("OpenTofu v") {
-            CliKind::OpenTofu
-        } else if version.starts_with("Terraform v") {
-            CliKind::Terraform
-        } else {
-            panic!("{} version printed {version:?}", path.display())
-        };
-        assert_eq!(
-            kind,
-            want,
-            "HCT_CLI asked for {want:?}, but {} is {version}",
-            path.display()
-        );
-        eprintln!("e2e CLI: {version} ({})", path.display());
-        Cli {
-            kind,
-            path,
-            version,
-        }
-    })
 }
 
 /// The provider binary cargo built for this test run.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hct::hcloud::{Client, ClientConfig};
+use hct::pace::Pace;
 use hct::secret::Secret;
 use hct_sim::resources::servers::Server;
 use hct_sim::state::World;
@@ -31,10 +32,15 @@ pub async fn start_for_hcloud_provider() -> SimHandle {
 
 /// hct's client for `sim`, polling at once (the sim is much faster than Hetzner).
 pub fn client(sim: &SimHandle) -> Client {
+    client_paced(sim, Pace::set(Duration::from_millis(50)))
+}
+
+/// hct's client for `sim` at `pace`.
+pub fn client_paced(sim: &SimHandle, pace: Pace) -> Client {
     Client::new(ClientConfig {
         endpoint: sim.endpoint().parse().unwrap(),
         token: Secret::new(sim.token()),
-        pace: hct::pace::Pace::set(Duration::from_millis(50)),
+        pace,
     })
     .unwrap()
 }
