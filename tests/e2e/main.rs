@@ -2,7 +2,7 @@
 //! OpenTofu with `HCT_CLI=tofu`) against the provider cargo built, mostly on
 //! hct-sim. One test target, so that `tests/support` and `tests/peers` are
 //! compiled and linked once; `scripts/test` runs this target under both CLIs
-//! at once. A suite is a module: `"$(scripts/ensure-nextest)" nextest run
+//! at once. A suite is a module: `"$(scripts/ensure-rust-tool cargo-nextest)" nextest run
 //! --test e2e -E 'test(/^kube_e2e::/)'`, or `cargo test --test e2e kube_e2e::`.
 
 #[path = "../peers/mod.rs"]
