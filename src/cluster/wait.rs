@@ -212,6 +212,31 @@ mod tests {
         assert!((16..=20).contains(&fast), "{fast} attempts");
     }
 
+    /// A node answering with another cluster's CA is never retried, at any
+    /// pace: the wait ends at the first answer, so nothing more is sent.
+    #[tokio::test(start_paused = true)]
+    async fn a_foreign_ca_ends_the_wait_at_once() {
+        for pace in [Pace::default(), Pace::set(Duration::from_millis(50))] {
+            let deadline = Deadline::new(Duration::from_secs(60), CancellationToken::new(), pace);
+            let mut calls = 0;
+            let result: Result<(), _> = until(&deadline, "noreturn-cp-1", "waiting", || {
+                calls += 1;
+                async {
+                    Err(Retry::from(TalosError::WrongCa {
+                        node: "noreturn-cp-1".into(),
+                        reason: "another CA".into(),
+                    }))
+                }
+            })
+            .await;
+            assert!(matches!(
+                result,
+                Err(ClusterError::Talos(TalosError::WrongCa { .. }))
+            ));
+            assert_eq!(calls, 1, "{pace:?}");
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn stops_when_cancelled() {
         let cancel = CancellationToken::new();

@@ -68,12 +68,7 @@ async fn server(sim: &SimHandle, name: &str, ip: &str, config: &str) {
             .find(|n| n.name == "the private network")
             .map(|n| n.id)
     });
-    let client = hct::hcloud::Client::new(hct::hcloud::ClientConfig {
-        endpoint: sim.endpoint().parse().unwrap(),
-        token: hct::provider::config::Secret::new(sim.token()),
-        pace: hct::pace::Pace::set(Duration::from_millis(50)),
-    })
-    .unwrap();
+    let client = crate::support::sim::client(sim);
     let spec = PrivateServer {
         name: name.into(),
         server_type: "cx23".into(),

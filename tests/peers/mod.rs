@@ -67,6 +67,7 @@ impl Peers {
             Peers::Background(file) => file,
         };
         let started = Instant::now();
+        let mut writer_gone = false;
         loop {
             let vars = read_env(&std::fs::read_to_string(file).unwrap_or_default());
             if let Some(value) = vars.get(key) {
@@ -82,15 +83,16 @@ impl Peers {
                 ),
                 None => {}
             }
-            if let Some(pid) = vars.get("PEERS_PID") {
-                // Read again: it may have finished since.
-                let finished = read_env(&std::fs::read_to_string(file).unwrap_or_default());
-                assert!(
-                    Path::new("/proc").join(pid).exists() || finished.contains_key("PEERS_DONE"),
-                    "the peer build (pid {pid}) died before {key}: see {}",
-                    log.display()
-                );
-            }
+            // Gone on the last look and still no PEERS_DONE on this read
+            // (done after it): it died.
+            assert!(
+                !writer_gone,
+                "the peer build died before {key}: see {}",
+                log.display()
+            );
+            writer_gone = vars
+                .get("PEERS_PID")
+                .is_some_and(|pid| !Path::new("/proc").join(pid).exists());
             assert!(
                 started.elapsed() < BACKGROUND_BUILD_LIMIT,
                 "waited {BACKGROUND_BUILD_LIMIT:?} for {key} in {}",
