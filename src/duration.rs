@@ -3,8 +3,13 @@
 
 use std::time::Duration;
 
+/// The longest duration hct takes (a year): far beyond any wait, short
+/// enough that a deadline `now + duration` never overflows.
+pub const LONGEST: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Parses a Go-style duration: one or more `<number><unit>` parts, units
-/// `ms`, `s`, `m`, `h`. Returns a message suitable for a diagnostic on error.
+/// `ms`, `s`, `m`, `h`, at most [`LONGEST`]. Returns a message suitable for
+/// a diagnostic on error.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let invalid = || {
         format!(
@@ -33,7 +38,11 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             _ => return Err(invalid()),
         };
         rest = &rest[unit_len..];
-        total += Duration::from_secs_f64(number * seconds_per_unit);
+        total = Duration::try_from_secs_f64(number * seconds_per_unit)
+            .ok()
+            .and_then(|part| total.checked_add(part))
+            .filter(|total| *total <= LONGEST)
+            .ok_or_else(|| format!("{text:?} is too long: at most 8760h (a year)"))?;
     }
     Ok(total)
 }
@@ -55,6 +64,14 @@ pub fn format(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_durations_are_errors_not_panics() {
+        for text in ["99999999999999999999999h", "8761h", "1e400h", "8760h1ms"] {
+            assert!(parse(text).is_err(), "{text}");
+        }
+        assert_eq!(parse("8760h"), Ok(LONGEST));
+    }
 
     #[test]
     fn parses_go_style_durations() {

@@ -1,5 +1,6 @@
 //! The emulator's own endpoints under `/_sim` (same bearer token as the API):
-//! the whole state, the request log, fault injection, and the durations in
+//! the whole state, the request log, the Talos call log, fault injection,
+//! and the durations in
 //! effect (for benchmarks that derive their lower bounds from them).
 
 use axum::Router;
@@ -21,6 +22,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/requests", get(requests).delete(clear_requests))
         .route("/faults", get(faults).post(add_faults).delete(clear_faults))
         .route("/durations", get(durations))
+        .route("/talos/calls", get(talos_calls))
         .route_layer(from_fn_with_state(state, admin_auth))
 }
 
@@ -42,6 +44,10 @@ async fn requests(State(sim): State<AppState>) -> Response {
 async fn clear_requests(State(sim): State<AppState>) -> Response {
     lock(&sim.requests).clear();
     no_content()
+}
+
+async fn talos_calls(State(sim): State<AppState>) -> Response {
+    ok(serde_json::json!({ "calls": sim.world().talos_calls }))
 }
 
 async fn durations(State(sim): State<AppState>) -> Response {

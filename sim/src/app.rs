@@ -111,6 +111,16 @@ impl Shared {
             crate::faults::FaultSpec::Action(failure) => {
                 self.world().config.action_failures.push(failure);
             }
+            crate::faults::FaultSpec::Talos(crate::talos::TalosFault::Reinstalled {
+                server,
+                with,
+            }) => {
+                let mut world = self.world();
+                let now = world.now;
+                if let Err(e) = crate::talos::reinstall::reinstall(&mut world, &server, with, now) {
+                    tracing::warn!("reinstalled fault not applied: {e}");
+                }
+            }
             crate::faults::FaultSpec::Talos(fault) => {
                 self.world().config.talos_faults.push(fault);
             }

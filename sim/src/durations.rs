@@ -41,7 +41,7 @@ impl FromStr for Profile {
 }
 
 /// Every command with a duration of its own, for listings (`GET /_sim/durations`).
-pub const COMMANDS: [&str; 24] = [
+pub const COMMANDS: [&str; 25] = [
     "create_server",
     "start_server",
     "stop_server",
@@ -66,6 +66,7 @@ pub const COMMANDS: [&str; 24] = [
     "talos_install",
     "talos_reboot",
     "talos_upgrade",
+    "talos_etcd_join",
 ];
 
 /// Milliseconds per profile: (fast, short, realistic).
@@ -86,6 +87,9 @@ fn table(command: &str) -> (u64, u64, u64) {
         "rescue_write_image" => (100, 2_000, 40_000),
         "attach_to_network" | "detach_from_network" | "change_alias_ips" => (50, 1_000, 3_000),
         "add_subnet" | "delete_subnet" | "add_route" | "delete_route" => (50, 500, 2_000),
+        // Not an action: a configured control plane finding a running etcd
+        // member and being added (Talos retries its join every few seconds).
+        "talos_etcd_join" => (300, 2_000, 10_000),
         _ => (50, 1_000, 3_000),
     }
 }

@@ -116,6 +116,9 @@ pub struct World {
     /// Events since the owner last drained them.
     #[serde(skip)]
     pub(crate) events: Vec<SimEvent>,
+    /// Every Talos API call the nodes took (`talos::call_log`).
+    #[serde(skip)]
+    pub talos_calls: Vec<crate::talos::call_log::TalosCall>,
 }
 
 impl World {

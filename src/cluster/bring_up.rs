@@ -1,6 +1,7 @@
-//! Talos after the servers run: every control plane answers over mTLS, one
-//! is bootstrapped, all are etcd members with etcd and kubelet healthy and
-//! their Kubernetes API servers ready;
+//! Talos after the servers run: every control plane answers over mTLS, etcd
+//! is bootstrapped once in the cluster's life (`bootstrap`), all are etcd
+//! members with etcd and kubelet healthy and their Kubernetes API servers
+//! ready;
 //! workers are configured with kubelet running. (Not Kubernetes `Ready`:
 //! the CNI comes after, installed with the plan's `cilium_values`.)
 
@@ -8,25 +9,34 @@ use futures_util::future::join_all;
 use tracing::info;
 
 use super::ClusterError;
+use super::bootstrap::{self, EtcdRecord};
 use super::control_plane;
 use super::group::Group;
 use super::kube_api;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::talos::Role;
-use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
+use crate::talos::api::TalosClient;
 use crate::talos::client_config::ApiCredentials;
 
-/// Waits until the control plane is up; bootstraps etcd on the first node.
-pub async fn control_plane(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), ClusterError> {
-    let Some(first) = nodes.first() else {
+/// Waits until the control plane is up, bootstrapping etcd if the cluster
+/// never was (`bootstrap::once`); `created` are the nodes this run made.
+/// `record` is what state knows of etcd, updated as soon as that changes
+/// (so a failure later still saves it).
+pub async fn control_plane(
+    group: &Group<'_>,
+    nodes: &[NodeRecord],
+    created: &[String],
+    record: &mut EtcdRecord,
+) -> Result<(), ClusterError> {
+    if nodes.is_empty() {
         return Ok(());
-    };
+    }
     for result in join_all(nodes.iter().map(|n| talos_api(group, n))).await {
         result?;
     }
-    bootstrap(group, first).await?;
-    etcd_members(group, first, nodes).await?;
+    *record = bootstrap::once(group, nodes, created, *record).await?;
+    etcd_members(group, nodes).await?;
     for result in join_all(
         nodes
             .iter()
@@ -96,80 +106,66 @@ async fn talos_api(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterEr
     .await
 }
 
-/// Bootstraps etcd on `node`; already bootstrapped is fine (a rerun).
-async fn bootstrap(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterError> {
-    let address = group.address(node.ip);
-    let outcome = wait::until(group.deadline, &node.name, "bootstrapping etcd", || {
-        let address = address.clone();
-        async move {
-            let mut client = TalosClient::connect(&address, group.trust).await?;
-            match client.bootstrap().await {
-                Ok(outcome) => Ok(outcome),
-                Err(e @ TalosError::NotControlPlane { .. }) => {
-                    Err(Retry::Fatal(ClusterError::Talos(e)))
-                }
-                Err(e) => Err(e.into()),
-            }
-        }
-    })
-    .await?;
-    match outcome {
-        Bootstrapped::Now => info!(node = %node.name, "bootstrapped etcd"),
-        Bootstrapped::Already => info!(node = %node.name, "etcd was bootstrapped already"),
-    }
-    Ok(())
-}
-
-/// Until etcd (asked on `ask`) lists every control-plane node.
-async fn etcd_members(
-    group: &Group<'_>,
-    ask: &NodeRecord,
-    nodes: &[NodeRecord],
-) -> Result<(), ClusterError> {
-    let address = group.address(ask.ip);
+/// Until etcd lists every control-plane node, asked on the first node
+/// whose etcd answers (a node recreated without data answers only once
+/// it has joined).
+async fn etcd_members(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), ClusterError> {
+    let first = &nodes[0];
     wait::until(
         group.deadline,
-        &ask.name,
+        &first.name,
         "waiting for all control planes in etcd",
-        || {
-            let address = address.clone();
-            async move {
-                let mut client = TalosClient::connect(&address, group.trust).await?;
-                let members = match client.etcd_members().await {
-                    Ok(members) => members,
-                    Err(error) => {
-                        // etcd not running yet: its service says what it waits for
-                        // (e.g. an image it cannot pull without egress).
-                        let waits = etcd_service_waiting(&mut client).await;
-                        return Err(match (Retry::from(error), waits) {
-                            (Retry::Again(why), Some(waits)) => {
-                                Retry::Again(format!("{why}; {waits}"))
-                            }
-                            (retry, _) => retry,
-                        });
-                    }
+        || async move {
+            let mut last = None;
+            for ask in nodes {
+                match etcd_lists_all(group, ask, nodes).await {
+                    Ok(()) => return Ok(()),
+                    Err(Retry::Fatal(e)) => return Err(Retry::Fatal(e)),
+                    Err(Retry::Again(why)) => last.get_or_insert(format!("{}: {why}", ask.name)),
                 };
-                let missing: Vec<&str> = nodes
-                    .iter()
-                    .filter(|n| {
-                        !members
-                            .iter()
-                            .any(|m| m.hostname == n.name && !m.is_learner)
-                    })
-                    .map(|n| n.name.as_str())
-                    .collect();
-                if missing.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Retry::Again(format!(
-                        "not yet etcd members: {}",
-                        missing.join(", ")
-                    )))
-                }
             }
+            Err(Retry::Again(last.unwrap_or_default()))
         },
     )
     .await
+}
+
+/// Whether etcd, asked on `ask`, lists every node of `nodes` as a voter.
+async fn etcd_lists_all(
+    group: &Group<'_>,
+    ask: &NodeRecord,
+    nodes: &[NodeRecord],
+) -> Result<(), Retry> {
+    let mut client = TalosClient::connect(&group.address(ask.ip), group.trust).await?;
+    let members = match client.etcd_members().await {
+        Ok(members) => members,
+        Err(error) => {
+            // etcd not running yet: its service says what it waits for
+            // (e.g. an image it cannot pull without egress).
+            let waits = etcd_service_waiting(&mut client).await;
+            return Err(match (Retry::from(error), waits) {
+                (Retry::Again(why), Some(waits)) => Retry::Again(format!("{why}; {waits}")),
+                (retry, _) => retry,
+            });
+        }
+    };
+    let missing: Vec<&str> = nodes
+        .iter()
+        .filter(|n| {
+            !members
+                .iter()
+                .any(|m| m.hostname == n.name && !m.is_learner)
+        })
+        .map(|n| n.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Retry::Again(format!(
+            "not yet etcd members: {}",
+            missing.join(", ")
+        )))
+    }
 }
 
 /// What the node's etcd service waits for, if it is not running healthy.

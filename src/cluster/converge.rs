@@ -18,8 +18,8 @@ use super::ClusterError;
 use super::control_plane;
 use super::group::{Desired, Group};
 use super::kubernetes_upgrade;
-use super::naming;
-use super::record::NodeRecord;
+use super::leftovers::{self, Found};
+use super::record::{FOREIGN_CA, IN_MAINTENANCE, NodeRecord};
 use super::settings::ConfigDelivery;
 use super::slots::{self, NodeSlot};
 use super::upgrade;
@@ -45,22 +45,20 @@ impl Group<'_> {
             }
         }
 
-        // Servers of ours that state does not know and whose config holds
-        // other secrets (a run killed before Terraform saved them) can never
-        // join: replace them.
-        let fingerprint = self.settings.secrets_fingerprint();
-        let recorded = self.recorder.nodes();
-        let stale: Vec<Server> = existing
-            .values()
-            .filter(|s| !recorded.iter().any(|n| n.server_id == s.id))
-            .filter(|s| s.labels.get(naming::SECRETS) != Some(&fingerprint))
-            .cloned()
-            .collect();
-        for server in stale {
-            warn!(node = %server.name, "server left by an interrupted run with other secrets; replacing it");
-            self.delete_server(&server).await?;
-            existing.remove(&server.name);
+        // A configured node a refresh found answering without the cluster's
+        // CA is never sent anything: stop before touching the group, unless
+        // it is to go (a scale-down, or hct's own reset before a delete
+        // that failed).
+        if let Some((node, answer)) = self
+            .recorder
+            .nodes()
+            .iter()
+            .filter(|n| desired.iter().any(|d| d.slot.name == n.name))
+            .find_map(|n| Some((n.name.clone(), n.untrusted()?.to_string())))
+        {
+            return Err(ClusterError::Untrusted { node, answer });
         }
+        self.leftovers(&mut existing).await?;
 
         self.scale_down(&desired, &mut existing).await?;
         let groups = self
@@ -154,6 +152,39 @@ impl Group<'_> {
         Ok(created_names)
     }
 
+    /// Servers of the group that state does not know: those of this
+    /// cluster's secrets are adopted (below), those that provably hold
+    /// nothing are deleted; any that may be live stops the apply before
+    /// anything is touched.
+    async fn leftovers(&self, existing: &mut BTreeMap<String, Server>) -> Result<(), ClusterError> {
+        let servers: Vec<Server> = existing.values().cloned().collect();
+        let fingerprint = self.settings.secrets_fingerprint();
+        let strangers = leftovers::strangers(
+            &servers,
+            &self.recorder.nodes(),
+            Some(&fingerprint),
+            self.settings.network_id,
+            self.proxy,
+            Some(self.trust),
+        )
+        .await;
+        let refused = leftovers::refused(&strangers);
+        if !refused.is_empty() {
+            return Err(ClusterError::Strangers {
+                cluster: self.cluster().to_string(),
+                group: Some(self.group().to_string()),
+                servers: refused,
+            });
+        }
+        for stranger in strangers.iter().filter(|s| s.found == Found::Empty) {
+            if let Some(server) = existing.remove(&stranger.name) {
+                warn!(node = %server.name, "server of this cluster's labels runs no config (maintenance mode): a leftover of an interrupted create; deleting it");
+                self.delete_server(&server).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Creates one node's server (stopped, attached, powered on), recording
     /// it the moment it exists; with `apply` delivery (or an adopted server
     /// whose config is unknown), applies its config over the Talos API.
@@ -220,12 +251,25 @@ impl Group<'_> {
         Ok(d.slot.name.clone())
     }
 
-    /// Gives the node its config: over mTLS when it is configured (Talos
-    /// applies without reboot where it can), in maintenance mode otherwise.
+    /// Gives the node its config over mTLS with the cluster's CA. Only a
+    /// node hct has never seen configured (a server it made, on its first
+    /// boot) gets it in maintenance mode, where Talos takes a config from
+    /// anyone; a configured node that answers in maintenance mode or with
+    /// another CA gets nothing, and the apply stops naming it.
     async fn apply_config(&self, d: &Desired, ip: Ipv4Addr) -> Result<(), ClusterError> {
         let address = self.address(ip);
         let config = d.config.as_str().as_bytes();
         let step = "applying the machine config";
+        let never_configured = self
+            .recorder
+            .node(&d.slot.name)
+            .is_none_or(|node| node.never_configured());
+        let untrusted = |answer: &str| {
+            Retry::Fatal(ClusterError::Untrusted {
+                node: d.slot.name.clone(),
+                answer: answer.to_string(),
+            })
+        };
         let attempt = || {
             let address = address.clone();
             async move {
@@ -235,7 +279,13 @@ impl Group<'_> {
                         info!(node = %d.slot.name, mode = %applied.mode, "machine config applied");
                         return Ok(());
                     }
-                    Err(TalosError::Maintenance { .. }) => {}
+                    Err(TalosError::Maintenance { .. }) if never_configured => {}
+                    Err(TalosError::Maintenance { .. }) => {
+                        return Err(untrusted(IN_MAINTENANCE));
+                    }
+                    Err(TalosError::WrongCa { .. }) => {
+                        return Err(untrusted(FOREIGN_CA));
+                    }
                     Err(other) => return Err(Retry::from(other)),
                 }
                 let maintenance = Trust::Maintenance {
@@ -249,10 +299,6 @@ impl Group<'_> {
         };
         // A node that never took a config has never answered: if it times
         // out, the likely causes are the ones of a first boot.
-        let never_configured = self
-            .recorder
-            .node(&d.slot.name)
-            .is_none_or(|node| node.config_sha256.is_none());
         if never_configured {
             wait::first_answer(self.deadline, &d.slot.name, step, attempt).await
         } else {

@@ -297,10 +297,31 @@ impl Endpoint<'_> {
                     (doing, action)
                 }
             };
-            let action = action.map_err(ClusterError::hcloud(doing.clone()))?;
+            let action = match action {
+                Ok(action) => action,
+                // Refused as done already (`target_already_defined`,
+                // `source_port_already_used`, …: the answer to an earlier
+                // attempt was lost): done if a fresh look agrees.
+                Err(e) if e.code().is_some() && self.closed(lb.id, &gap, ip).await => {
+                    info!(load_balancer = %name, step = %doing, "done already");
+                    continue;
+                }
+                Err(e) => return Err(ClusterError::hcloud(doing)(e)),
+            };
             self.wait(action, doing).await?;
         }
         Ok(())
+    }
+
+    /// Whether a fresh look at load balancer `id` no longer shows `gap`.
+    async fn closed(&self, id: i64, gap: &Gap, ip: Ipv4Addr) -> bool {
+        let Ok(found) = self.found().await else {
+            return false;
+        };
+        found
+            .iter()
+            .find(|lb| lb.id == id)
+            .is_some_and(|lb| !gaps(lb, self.cluster, self.network_id, ip).contains(gap))
     }
 }
 

@@ -56,6 +56,32 @@ pub enum ClusterError {
     /// The Kubernetes API refused what hct applied.
     #[error("{node}: {reason}")]
     Kubernetes { node: String, reason: String },
+    /// State records a bootstrap, but every control plane is new and none
+    /// has etcd: the cluster's data is gone.
+    #[error(
+        "etcd is lost: every control plane ({}) is new and none has etcd data, yet the cluster \
+         was bootstrapped before",
+        .nodes.join(", ")
+    )]
+    EtcdLost { nodes: Vec<String> },
+    /// Servers of the cluster (of one group, or of any) that state does
+    /// not know and that may be live.
+    #[error(
+        "{} of cluster {cluster} include servers this state does not know and that may run a \
+         live cluster: {}",
+        .group.as_ref().map_or("the servers".to_string(), |g| format!("the {g} servers")),
+        .servers.iter().map(|(name, why)| format!("{name} ({why})")).collect::<Vec<_>>().join(", ")
+    )]
+    Strangers {
+        cluster: String,
+        /// None: the whole cluster's servers.
+        group: Option<String>,
+        /// Each server's name, and why it may be live.
+        servers: Vec<(String, String)>,
+    },
+    /// A node state knows as configured answers without the cluster's CA.
+    #[error("{node} is in state as configured, but {answer}; hct sent it nothing")]
+    Untrusted { node: String, answer: String },
     /// A change hct will not make, found before anything was touched.
     #[error("{detail}")]
     Refused {
@@ -145,6 +171,67 @@ impl ClusterError {
                 ),
             ),
             ClusterError::Refused { summary, detail } => Diagnostic::error(*summary, detail),
+            ClusterError::Strangers {
+                cluster,
+                group,
+                servers,
+            } => {
+                let names: Vec<&str> = servers.iter().map(|(name, _)| name.as_str()).collect();
+                let cluster_import = format!(
+                    "`terraform import hct_cluster.<name> {cluster}` after setting \
+                     machine_secrets to its secrets.yaml"
+                );
+                let import = match group.as_deref() {
+                    Some(crate::network_plan::CONTROL_PLANE_GROUP) => cluster_import,
+                    Some(pool) => {
+                        format!("`terraform import 'hct_worker_pool.<name>' {cluster}/{pool}`")
+                    }
+                    None => format!(
+                        "{cluster_import}, and each pool with `terraform import \
+                         'hct_worker_pool.<name>' {cluster}/<pool>`"
+                    ),
+                };
+                Diagnostic::error(
+                    "Servers of this cluster that state does not know",
+                    format!(
+                        "{self}.\n\nhct never deletes or configures a server it cannot prove is \
+                         a leftover of its own. One of these is the case:\n\
+                         - This cluster's state was lost: import it, {import}; the plan after \
+                         is empty and nothing is replaced (docs/guides/recovery.md).\n\
+                         - Another workspace manages a cluster named {cluster} in this Hetzner \
+                         project: give this one another name.\n\
+                         - A first apply of this workspace was killed and lost the secrets it \
+                         made (the serial form makes them during the apply; \
+                         hct_cluster_secrets keeps them in state first): delete these servers \
+                         (`hcloud server delete {}`) and apply again.",
+                        names.join(" ")
+                    ),
+                )
+            }
+            ClusterError::Untrusted { node, .. } => Diagnostic::error(
+                format!("{node} does not answer with this cluster's CA"),
+                format!(
+                    "{self}.\n\nAfter a node is configured, hct talks to it only with the \
+                     cluster's CA: a node in maintenance mode takes a config from anyone, and \
+                     a control plane's config holds every CA key. The server was reinstalled, \
+                     wiped, or replaced by someone else's. Ways out: if it is yours to rebuild, \
+                     delete it (`hcloud server delete {node}`) and apply: hct creates it anew \
+                     and it joins the cluster. If it runs another cluster whose secrets are \
+                     yours, import that cluster with its secrets (docs/guides/recovery.md)."
+                ),
+            ),
+            ClusterError::EtcdLost { .. } => Diagnostic::error(
+                "The cluster's etcd is lost",
+                format!(
+                    "{self}.\n\nhct bootstraps etcd once in a cluster's life and never starts a \
+                     new, empty etcd under the same secrets: that would look like the old \
+                     cluster with all its objects gone. The nodes run and wait, in state. To \
+                     recover, restore etcd from a snapshot on one control plane (`talosctl -n \
+                     <node> bootstrap --recover-from=<db.snapshot>`, docs/guides/recovery.md); \
+                     the others join it, and the next apply finds etcd running. To start over \
+                     with an empty cluster instead, destroy it and apply again."
+                ),
+            ),
             ClusterError::ControlPlaneFailed { detail } => {
                 Diagnostic::error("The cluster's control plane failed in this apply", detail)
             }

@@ -3,6 +3,8 @@
 //! rather than Terraform values, so it reads as the runbook it automates.
 //!
 //! Where things live:
+//! - `apply`: the entry points of a group's apply and removal, which run
+//!   the steps below in order (the one place the sequence is written).
 //! - `addons`: hct's own manifests (the kubelet-serving CSR approver, the
 //!   `hcloud` Secret), rendered from the plan.
 //! - `naming`: server and placement-group names, and the labels that mark
@@ -13,14 +15,18 @@
 //! - `preflight`: checks against Hetzner before anything is created.
 //! - `group`: one group of servers (the control plane or a pool) and what
 //!   its operations share; `record`: the nodes as state records them.
+//! - `leftovers`: servers with a group's labels that state does not know
+//!   (adopted, deleted only when provably empty, else refused);
 //! - `converge`: make a group's servers match the plan (create, adopt,
-//!   replace, re-apply configs); `scale_down`, `resize` and `placement`
+//!   re-apply configs); `scale_down`, `resize` and `placement`
 //!   (spread placement groups) are its steps.
 //! - `endpoint`: the private API load balancer of `api_endpoint =
 //!   "load_balancer"`.
 //! - `teardown`: destroying a whole cluster.
-//! - `bring_up`: Talos after the servers run: bootstrap, etcd, kubelet,
-//!   and the Kubernetes API's `/readyz` (`kube_api`).
+//! - `bring_up`: Talos after the servers run: etcd, kubelet, and the
+//!   Kubernetes API's `/readyz` (`kube_api`); `bootstrap`: etcd
+//!   bootstrapped exactly once in a cluster's life, decided from the
+//!   cluster (`EtcdRecord`: what state remembers of it).
 //! - `running_config`: the configs nodes run, read back at refresh (drift).
 //! - `upgrade`: Talos upgrades in place, one node at a time;
 //!   `kubernetes_upgrade`: Kubernetes upgrades like `talosctl upgrade-k8s`
@@ -39,6 +45,8 @@
 //! - `error`: what can go wrong, as diagnostics that say what to do.
 
 pub mod addons;
+pub mod apply;
+pub mod bootstrap;
 pub mod bring_up;
 pub mod budget;
 pub mod control_plane;
@@ -48,6 +56,7 @@ pub mod error;
 pub mod group;
 pub mod kube_api;
 pub mod kubernetes_upgrade;
+pub mod leftovers;
 pub mod naming;
 mod placement;
 pub mod preflight;

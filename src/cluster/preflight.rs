@@ -2,11 +2,60 @@
 //! image or server type fails the plan with the fix instead of leaving
 //! half a cluster behind.
 
+use super::endpoint;
+use super::group::GroupSpec;
+use super::settings::ClusterSettings;
 use crate::hcloud::Client;
 use crate::hcloud::models::Network;
 use crate::network_plan::{MAX_SERVERS_PER_NETWORK, NetworkPlan};
+use crate::talos::Role;
 use crate::talos::release::TalosVersion;
 use crate::tf::{AttrPath, Diagnostic, Diagnostics};
+
+/// What a group is checked against before servers are added or resized.
+pub struct Target<'a> {
+    pub network_id: i64,
+    pub plan: &'a NetworkPlan,
+    /// None while not known yet (an image built in the same apply).
+    pub image_id: Option<&'a str>,
+    pub talos_version: &'a TalosVersion,
+}
+
+impl<'a> From<&'a ClusterSettings> for Target<'a> {
+    fn from(settings: &'a ClusterSettings) -> Self {
+        Target {
+            network_id: settings.network_id,
+            plan: &settings.plan,
+            image_id: Some(&settings.image_id),
+            talos_version: &settings.talos_version,
+        }
+    }
+}
+
+/// Preflight of `new_servers` more servers (or a new server type) of `spec`.
+pub async fn group(
+    client: &Client,
+    target: &Target<'_>,
+    spec: &GroupSpec,
+    new_servers: usize,
+    paths: &Paths,
+) -> Diagnostics {
+    Preflight {
+        network_id: target.network_id,
+        plan: target.plan,
+        image_id: target.image_id,
+        talos_version: target.talos_version,
+        server_type: &spec.server_type,
+        location: &spec.location,
+        new_servers,
+        load_balancer_type: (spec.role == Role::ControlPlane
+            && target.plan.load_balancer_ip().is_some())
+        .then_some(endpoint::LOAD_BALANCER_TYPE),
+        paths: paths.clone(),
+    }
+    .run(client)
+    .await
+}
 
 /// What to check, and where in the configuration each input came from.
 pub struct Preflight<'a> {

@@ -15,8 +15,37 @@ pub struct NodeRecord {
     pub server_id: i64,
     pub ip: Ipv4Addr,
     /// SHA-256 of the machine config the node was given; None when unknown
-    /// (an adopted server), which makes the next apply re-apply it.
+    /// (an adopted server), which makes the next apply re-apply it. A node
+    /// configured once that a refresh found answering otherwise records
+    /// how instead ([`NodeRecord::untrusted`]): never None again, so hct never
+    /// treats it as new and sends it a config without the cluster's CA.
     pub config_sha256: Option<String>,
+}
+
+/// How a configured node may answer that is not as this cluster's node.
+pub const IN_MAINTENANCE: &str = "answers in maintenance mode";
+pub const FOREIGN_CA: &str = "answers with another cluster's CA";
+/// What `config_sha256` records of such a node, before the answer: shown
+/// as such in a plan, never a fingerprint.
+const UNTRUSTED: &str = "untrusted: ";
+
+impl NodeRecord {
+    /// Records that the node answered `answer` ([`IN_MAINTENANCE`],
+    /// [`FOREIGN_CA`]).
+    pub fn set_untrusted(&mut self, answer: &str) {
+        self.config_sha256 = Some(format!("{UNTRUSTED}{answer}"));
+    }
+
+    /// How the node answered if it no longer answers as this cluster's.
+    pub fn untrusted(&self) -> Option<&str> {
+        self.config_sha256.as_deref()?.strip_prefix(UNTRUSTED)
+    }
+
+    /// Whether hct has never seen the node configured: the only case in
+    /// which it may send a config to a node in maintenance mode.
+    pub fn never_configured(&self) -> bool {
+        self.config_sha256.is_none()
+    }
 }
 
 /// The group's nodes as they are right now, shared with whoever must save

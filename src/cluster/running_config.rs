@@ -10,9 +10,9 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
-use super::record::NodeRecord;
+use super::record::{FOREIGN_CA, IN_MAINTENANCE, NodeRecord};
 use crate::talos::api::{NodeAddress, TalosClient, TalosError, Trust};
 use crate::talos::config::config_sha256;
 
@@ -33,14 +33,18 @@ enum Running {
     Config(String),
     /// No config at all: wiped back to maintenance mode.
     Nothing,
+    /// Configured by another cluster's secrets.
+    Foreign,
     /// It could not be asked; the reason.
     Unknown(String),
 }
 
 /// Replaces the recorded `config_sha256` of every configured node by the
-/// fingerprint of the config the node runs (none for a node in maintenance
-/// mode). Nodes that cannot be asked keep theirs; they are returned as
-/// "name (reason)" so the caller can say that they were not checked.
+/// fingerprint of the config the node runs; a node in maintenance mode or
+/// answering with another CA records that (`NodeRecord::set_untrusted`),
+/// which the plan refuses. Nodes that cannot be
+/// asked keep theirs; they are returned as "name (reason)" so the caller
+/// can say that they were not checked.
 pub async fn refresh(
     nodes: &mut [NodeRecord],
     proxy: Option<SocketAddr>,
@@ -80,8 +84,12 @@ pub async fn refresh(
                 node.config_sha256 = Some(sha256);
             }
             Some(Running::Nothing) => {
-                info!(node = %node.name, "the node runs no config (maintenance mode)");
-                node.config_sha256 = None;
+                warn!(node = %node.name, "the node runs no config (maintenance mode)");
+                node.set_untrusted(IN_MAINTENANCE);
+            }
+            Some(Running::Foreign) => {
+                warn!(node = %node.name, "the node answers with another cluster's CA");
+                node.set_untrusted(FOREIGN_CA);
             }
             Some(Running::Unknown(reason)) => {
                 debug!(node = %node.name, reason, "could not read the node's config");
@@ -102,6 +110,7 @@ async fn running_config(address: &NodeAddress, trust: &Trust) -> Running {
     match read.await {
         Ok(text) => Running::Config(config_sha256(&text)),
         Err(TalosError::Maintenance { .. }) => Running::Nothing,
+        Err(TalosError::WrongCa { .. }) => Running::Foreign,
         Err(error) => Running::Unknown(error.to_string()),
     }
 }

@@ -115,21 +115,12 @@ impl ClusterSettings {
 
     /// Credentials for hct's own calls to the nodes' Talos API.
     pub fn api_trust(&self) -> Result<Trust, ClusterError> {
-        let credentials =
-            client_config::talos_api_credentials(&self.secrets, API_CERTIFICATE_VALIDITY)
-                .map_err(|e| ClusterError::Credentials(e.to_string()))?;
-        Ok(Trust::Admin(AdminCredentials {
-            os_ca: credentials.ca,
-            certificate: credentials.certificate,
-            key: Secret::new(credentials.key),
-        }))
+        api_trust(&self.secrets)
     }
 
-    /// Names the secrets in server labels: 16 hex digits of the SHA-256 of
-    /// the OS CA certificate (public, so safe in a label).
+    /// The secrets' name in server labels ([`secrets_fingerprint`]).
     pub fn secrets_fingerprint(&self) -> String {
-        let digest = Sha256::digest(self.secrets.os_ca().certificate_pem().as_bytes());
-        digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+        secrets_fingerprint(&self.secrets)
     }
 
     /// Credentials for hct's own check of the Kubernetes API's health.
@@ -154,6 +145,24 @@ impl ClusterSettings {
             machine_secrets: self.secrets.to_yaml(),
         }
     }
+}
+
+/// Credentials for hct's own calls to the Talos API of `secrets`' nodes.
+pub fn api_trust(secrets: &Secrets) -> Result<Trust, ClusterError> {
+    let credentials = client_config::talos_api_credentials(secrets, API_CERTIFICATE_VALIDITY)
+        .map_err(|e| ClusterError::Credentials(e.to_string()))?;
+    Ok(Trust::Admin(AdminCredentials {
+        os_ca: credentials.ca,
+        certificate: credentials.certificate,
+        key: Secret::new(credentials.key),
+    }))
+}
+
+/// Names the secrets in server labels: 16 hex digits of the SHA-256 of
+/// the OS CA certificate (public, so safe in a label).
+pub fn secrets_fingerprint(secrets: &Secrets) -> String {
+    let digest = Sha256::digest(secrets.os_ca().certificate_pem().as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// What state records of the config a node was given (a fingerprint of its

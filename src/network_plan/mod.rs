@@ -42,7 +42,7 @@ pub use hetzner::{
     PRIVATE_NETWORK_MTU, placement_groups_for,
 };
 pub use input::{NetworkPlanInput, NodeGroupInput};
-pub use names::{CONTROL_PLANE_GROUP, KUBE_API_PORT};
+pub use names::{CONTROL_PLANE_GROUP, KUBE_API_PORT, TALOS_API_PORT};
 pub use plan::{NetworkPlan, NodeGroup};
 
 use crate::tf::diagnostics::{Diagnostic, Diagnostics};

@@ -303,7 +303,13 @@ fn helm_values() {
     assert_eq!(policy["spec"]["endpointSelector"], json!({}));
     assert_eq!(
         policy["spec"]["egressDeny"],
-        json!([{"toCIDR": ["169.254.169.254/32"]}])
+        json!([
+            {"toCIDR": ["169.254.169.254/32"]},
+            {
+                "toEntities": ["host", "remote-node"],
+                "toPorts": [{"ports": [{"port": "50000", "protocol": "TCP"}]}],
+            },
+        ])
     );
     assert_eq!(
         policy["spec"]["enableDefaultDeny"],

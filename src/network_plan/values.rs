@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::NetworkPlan;
 use super::hetzner::HETZNER_METADATA;
+use super::names::TALOS_API_PORT;
 
 /// KubePrism: Talos's node-local load balancer for the Kubernetes API. Cilium
 /// replaces kube-proxy, so it must reach the API without a service IP.
@@ -79,10 +80,20 @@ impl NetworkPlan {
             "kind": "CiliumClusterwideNetworkPolicy",
             "metadata": { "name": "block-hetzner-metadata" },
             "spec": {
-                "description": "Pods may not read Hetzner's metadata service (server user data).",
+                "description": "Pods may not read Hetzner's metadata service (server user \
+                    data), nor reach the nodes' Talos API, which takes a config from anyone \
+                    while a node is in maintenance mode.",
                 "endpointSelector": {},
                 "enableDefaultDeny": { "egress": false, "ingress": false },
-                "egressDeny": [{ "toCIDR": [format!("{HETZNER_METADATA}/32")] }],
+                "egressDeny": [
+                    { "toCIDR": [format!("{HETZNER_METADATA}/32")] },
+                    {
+                        "toEntities": ["host", "remote-node"],
+                        "toPorts": [{
+                            "ports": [{ "port": TALOS_API_PORT.to_string(), "protocol": "TCP" }],
+                        }],
+                    },
+                ],
             },
         })
     }

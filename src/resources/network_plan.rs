@@ -140,10 +140,13 @@ impl DataSource for NetworkPlanDataSource {
         ))
         .attribute(Attribute::computed("cilium_metadata_policy", Type::String).description(
             "A CiliumClusterwideNetworkPolicy (JSON manifest) that keeps pods from Hetzner's \
-             metadata service at 169.254.169.254, with default deny off (Cilium 1.15 or newer). \
-             Host-network pods are not Cilium endpoints and keep it (the Hetzner CCM and CSI \
-             need it). Needed where configs are delivered as user data \
-             (`config_delivery = \"user_data\"`); harmless otherwise.",
+             metadata service at 169.254.169.254 and from the nodes' Talos API (port 50000: a \
+             node in maintenance mode takes a config from anyone), with default deny off \
+             (Cilium 1.15 or newer). Host-network pods are not Cilium endpoints and keep both \
+             (the Hetzner CCM and CSI need the metadata service). Needed where configs are \
+             delivered as user data (`config_delivery = \"user_data\"`), and against pods \
+             reaching a node in maintenance mode; drop its second rule if pods are to use Talos' \
+             own API access (`kubernetesTalosAPIAccess`).",
         ))
         .attribute(Attribute::computed("hccm_values", Type::String).description(
             "Helm values (JSON) for the Hetzner cloud controller manager with networking \

@@ -102,6 +102,15 @@ impl Diagnostic {
         }
     }
 
+    /// The same diagnostic as a warning (what the apply refuses, said at
+    /// plan time).
+    pub fn into_warning(self) -> Self {
+        Self {
+            severity: Severity::Warning,
+            ..self
+        }
+    }
+
     /// Points the diagnostic at an attribute.
     pub fn at(mut self, path: AttrPath) -> Self {
         self.path = Some(path);

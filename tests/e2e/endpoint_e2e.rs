@@ -36,7 +36,7 @@ use crate::support;
 
 use std::path::{Path, PathBuf};
 
-use peers::kubectl::{kubectl, run, succeeded, through_proxy};
+use peers::kubectl::{kubectl, run, succeeded};
 use serde_json::Value;
 use support::Workspace;
 use support::reference::{pools, resource_values, workspace};
@@ -87,12 +87,7 @@ fn node_endpoints(sim: &hct_sim::SimHandle) -> Vec<String> {
 
 /// The workspace's kubeconfig output, through the sim's proxy, in `dir`.
 fn kubeconfig_file(sim: &hct_sim::SimHandle, ws: &Workspace, dir: &Path) -> PathBuf {
-    let outputs = ws.outputs();
-    let endpoint = outputs["endpoint"]["value"].as_str().unwrap();
-    let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap();
-    let path = dir.join("kubeconfig");
-    std::fs::write(&path, through_proxy(kubeconfig, endpoint, &sim.proxy_url())).unwrap();
-    path
+    peers::kubectl::kubeconfig_file(&ws.outputs(), &sim.proxy_url(), dir)
 }
 
 /// After an apply: the next plan is empty, and the API answers through a

@@ -75,13 +75,19 @@ resource "hct_talos_image" "this" {
   keep_on_destroy = true
 }
 
-resource "hct_cluster" "this" {
+# The secrets are in state before the first server exists: a killed run's
+# servers carry their fingerprint, so the rerun adopts them.
+resource "hct_cluster_secrets" "this" {
   name          = "fm"
   network_id    = var.network_id
   network_plan  = data.hct_network_plan.this.json
   talos_version = "v1.12.6"
   image_id      = hct_talos_image.this.id
   schematic_id  = hct_talos_image.this.schematic_id
+}
+
+resource "hct_cluster" "this" {
+  worker_join   = hct_cluster_secrets.this.worker_join
   control_plane = { server_type = "cx23", location = "nbg1" }
 
   timeouts {
@@ -92,7 +98,8 @@ resource "hct_cluster" "this" {
 }
 
 resource "hct_worker_pool" "general" {
-  worker_join = hct_cluster.this.worker_join
+  worker_join = hct_cluster_secrets.this.worker_join
+  depends_on  = [hct_cluster.this]
   name        = "general"
   server_type = "cx23"
   location    = "nbg1"

@@ -93,8 +93,13 @@ fn example_applies_with_exactly_the_expected_outputs() {
     let policy = value("cilium_metadata_policy");
     assert_eq!(policy["kind"], json!("CiliumClusterwideNetworkPolicy"));
     assert_eq!(
-        policy["spec"]["egressDeny"],
-        json!([{"toCIDR": ["169.254.169.254/32"]}])
+        policy["spec"]["egressDeny"][0],
+        json!({"toCIDR": ["169.254.169.254/32"]})
+    );
+    assert_eq!(
+        policy["spec"]["egressDeny"][1]["toPorts"][0]["ports"],
+        json!([{"port": "50000", "protocol": "TCP"}]),
+        "pods are kept off the nodes' Talos API"
     );
 
     // A second plan is empty, and the pod-CIDR check stops a plan that asks too much.

@@ -2,9 +2,10 @@
 //! reference example: under the default settings no server's user data holds
 //! any secret (read back from the sim, where Hetzner's metadata service would
 //! serve it to every pod); `config_delivery = "user_data"` is opt-in, warns at
-//! plan time and does put the configs there; and no secret of the state
-//! appears in any log line at `TF_LOG=trace` (Terraform's and the
-//! provider's) over an apply, a plan, a Talos upgrade and a destroy.
+//! plan time and does put the configs there; and no secret of the state,
+//! nor the hcloud token or a `ccm_token` of its own, appears in any log line
+//! at `TF_LOG=trace` (Terraform's and the provider's) over an apply, a plan,
+//! a Talos upgrade and a destroy.
 
 use crate::support;
 
@@ -268,6 +269,11 @@ fn traced(ws: &Workspace, args: &[&str], what: &str) -> String {
 async fn no_secret_is_in_any_log_line_at_trace_level() {
     let sim = support::sim::start().await;
     let ws = small_workspace(&sim);
+    // A ccm_token of its own, so the search tells it from the hcloud token.
+    let ccm_token: String = std::iter::repeat_with(fastrand::alphanumeric)
+        .take(64)
+        .collect();
+    ws.write("ccm.auto.tfvars", &format!("ccm_token = \"{ccm_token}\"\n"));
     tokio::task::block_in_place(|| {
         let v1_12 = ["-var", "talos_version=v1.12.6"];
         let v1_13 = ["-var", "talos_version=v1.13.9"];
@@ -313,6 +319,10 @@ async fn no_secret_is_in_any_log_line_at_trace_level() {
             ),
         ));
         needles.extend(state_secrets(&ws, &sim));
+        needles.push(Needle {
+            what: "the ccm_token".into(),
+            value: ccm_token.clone(),
+        });
         logs.push((
             "destroy with user_data",
             traced(

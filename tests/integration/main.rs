@@ -11,6 +11,7 @@ mod support;
 
 mod cli_suites;
 mod docs_fresh;
+mod endpoint_steps;
 mod hcloud_client;
 mod kubeconfig_rpcs;
 mod pace;

@@ -53,6 +53,16 @@ pub fn through_proxy(kubeconfig: &str, server: &str, proxy: &str) -> String {
     out
 }
 
+/// The `kubeconfig` output of a workspace's `outputs` (`terraform output
+/// -json`), through `proxy` to its `endpoint` output, written to `dir`.
+pub fn kubeconfig_file(outputs: &serde_json::Value, proxy: &str, dir: &Path) -> PathBuf {
+    let endpoint = outputs["endpoint"]["value"].as_str().unwrap();
+    let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap();
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, through_proxy(kubeconfig, endpoint, proxy)).unwrap();
+    path
+}
+
 /// Runs kubectl with only this kubeconfig and a dead `HTTPS_PROXY`.
 pub fn run(kubectl: &Path, dir: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
     let mut command = Command::new(kubectl);

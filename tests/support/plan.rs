@@ -8,6 +8,11 @@ use hct::network_plan::{self, NetworkPlan, NetworkPlanInput, NodeGroupInput};
 
 /// The plan with `general_nodes` workers in pool `general`.
 pub fn reference(general_nodes: i64) -> NetworkPlan {
+    with_endpoint(general_nodes, "first_control_plane")
+}
+
+/// The same with `api_endpoint` (`first_control_plane`, `load_balancer`).
+pub fn with_endpoint(general_nodes: i64, api_endpoint: &str) -> NetworkPlan {
     let group = |cidr: &str, nodes| NodeGroupInput {
         cidr: Some(cidr.to_owned()),
         nodes: Some(nodes),
@@ -25,7 +30,7 @@ pub fn reference(general_nodes: i64) -> NetworkPlan {
         pod_cidr_mask_size: Some(24),
         native_routing_cidr: Some("10.0.224.0/19".into()),
         multi_datacenter: Some(false),
-        api_endpoint: Some("first_control_plane".to_owned()),
+        api_endpoint: Some(api_endpoint.to_owned()),
         load_balancer_ip: Some(None),
     };
     match network_plan::plan(&input) {

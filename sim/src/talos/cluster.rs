@@ -1,6 +1,9 @@
 //! What the nodes of one cluster (same `cluster.id` and `cluster.secret`)
 //! know of each other: which control plane's trustd signs a worker's
-//! certificate, whether etcd exists, and who its members are.
+//! certificate, whether etcd exists, and who its members are. Nodes of
+//! one cluster may run more than one etcd cluster ("ring"): a Bootstrap
+//! on a control plane with empty etcd data starts a new one there, as
+//! Talos does, whatever the other control planes run.
 //!
 //! Workers find their control plane the way Talos does: through
 //! `cluster.controlPlane.endpoint` only. Its host must be the private IP
@@ -149,40 +152,82 @@ impl<'w> Clusters<'w> {
         Ok(())
     }
 
-    /// Whether a running control plane is an etcd member to join.
-    pub fn has_running_member(&self, cluster: &ClusterIdentity) -> bool {
-        self.in_cluster(cluster)
-            .any(|(state, _)| state.is_running() && state.disk.etcd.member.is_some())
+    /// The etcd cluster a new control plane joins: that of a running
+    /// member (of the one with the most members, should the secrets run
+    /// two). None when no member runs.
+    pub fn ring_to_join(&self, cluster: &ClusterIdentity) -> Option<u64> {
+        let mut rings: Vec<u64> = self
+            .in_cluster(cluster)
+            .filter(|(state, _)| state.is_running())
+            .filter_map(|(state, _)| state.disk.etcd.member.as_ref().map(|m| m.ring))
+            .collect();
+        rings.sort_unstable();
+        rings.dedup();
+        rings
+            .into_iter()
+            .max_by_key(|ring| (self.members(cluster, *ring).len(), std::cmp::Reverse(*ring)))
     }
 
-    /// Whether etcd was bootstrapped: some node founded it or is a member.
-    pub fn is_bootstrapped(&self, cluster: &ClusterIdentity) -> bool {
+    /// Whether any node of the cluster has etcd data (founded or joined
+    /// an etcd): the cluster was bootstrapped.
+    pub fn has_etcd(&self, cluster: &ClusterIdentity) -> bool {
         self.in_cluster(cluster)
-            .any(|(state, _)| state.disk.etcd.founder || state.disk.etcd.member.is_some())
+            .any(|(state, _)| !state.disk.etcd.is_empty())
     }
 
-    /// The members etcd lists: every node that joined (running or not),
-    /// the ones reset without leaving and those of deleted servers.
-    pub fn members(&self, cluster: &ClusterIdentity) -> Vec<EtcdMember> {
+    /// The members etcd cluster `ring` lists: every node that joined
+    /// (running or not), the ones reset without leaving and those of
+    /// deleted servers.
+    pub fn members(&self, cluster: &ClusterIdentity, ring: u64) -> Vec<EtcdMember> {
         let mut members: Vec<EtcdMember> = self
             .in_cluster(cluster)
             .filter_map(|(state, _)| state.disk.etcd.member.clone())
+            .filter(|m| m.ring == ring)
             .collect();
         for peer in &self.nodes {
             if let Some(departed) = &peer.state.departed
                 && departed.cluster == *cluster
+                && departed.member.ring == ring
                 && !members.iter().any(|m| m.id == departed.member.id)
             {
                 members.push(departed.member.clone());
             }
         }
-        for gone in self.gone.iter().filter(|g| g.cluster == cluster.id) {
+        for gone in self
+            .gone
+            .iter()
+            .filter(|g| g.cluster == cluster.id && g.member.ring == ring)
+        {
             if !members.iter().any(|m| m.id == gone.member.id) {
                 members.push(gone.member.clone());
             }
         }
         members.sort_by(|a, b| a.hostname.cmp(&b.hostname).then(a.id.cmp(&b.id)));
         members
+    }
+
+    /// Every etcd cluster the secrets' nodes run or ran.
+    pub fn rings(&self, cluster: &ClusterIdentity) -> Vec<u64> {
+        let mut rings: Vec<u64> = self
+            .in_cluster(cluster)
+            .filter_map(|(state, _)| state.disk.etcd.member.as_ref().map(|m| m.ring))
+            .chain(
+                self.nodes
+                    .iter()
+                    .filter_map(|p| p.state.departed.as_ref())
+                    .filter(|d| d.cluster == *cluster)
+                    .map(|d| d.member.ring),
+            )
+            .chain(
+                self.gone
+                    .iter()
+                    .filter(|g| g.cluster == cluster.id)
+                    .map(|g| g.member.ring),
+            )
+            .collect();
+        rings.sort_unstable();
+        rings.dedup();
+        rings
     }
 }
 

@@ -49,6 +49,7 @@ pub(crate) fn etcd_ready(
 pub fn joined(world: &mut World, cluster: &ClusterIdentity, member: &EtcdMember) {
     world.etcd_gone.retain(|g| {
         !(g.cluster == cluster.id
+            && g.member.ring == member.ring
             && g.member.hostname == member.hostname
             && g.member.id != member.id)
     });
@@ -64,23 +65,25 @@ fn server_of(world: &World, id: u64) -> Option<&Server> {
     })
 }
 
-/// The members `cluster`'s etcd lists, with whether each runs.
-pub fn members(world: &World, cluster: &ClusterIdentity) -> Vec<MemberView> {
+/// The members etcd cluster `ring` of `cluster` lists, with whether each
+/// runs.
+pub fn members(world: &World, cluster: &ClusterIdentity, ring: u64) -> Vec<MemberView> {
     Clusters::of(world)
-        .members(cluster)
+        .members(cluster, ring)
         .into_iter()
         .map(|m| MemberView {
             up: server_of(world, m.id).is_some_and(|s| runs(world, s, cluster, m.id)),
             id: m.id,
             hostname: m.hostname,
+            ring: m.ring,
         })
         .collect()
 }
 
-/// Whether more than half the members `cluster`'s etcd lists run; Err
+/// Whether more than half the members etcd cluster `ring` lists run; Err
 /// says how many do.
-pub fn quorum(world: &World, cluster: &ClusterIdentity) -> Result<(), String> {
-    let members = members(world, cluster);
+pub fn quorum(world: &World, cluster: &ClusterIdentity, ring: u64) -> Result<(), String> {
+    let members = members(world, cluster, ring);
     let up = members.iter().filter(|m| m.up).count();
     if up * 2 > members.len() {
         Ok(())
@@ -106,8 +109,9 @@ fn runs(world: &World, server: &Server, cluster: &ClusterIdentity, id: u64) -> b
         && etcd_ready(world, server, &talos.node, config).is_ok()
 }
 
-/// Every cluster's members, by `cluster.id`; a cluster whose nodes are
-/// all gone lists its gone members.
+/// Every cluster's members, by `cluster.id` (of every etcd cluster its
+/// nodes run: each member says which); a cluster whose nodes are all gone
+/// lists its gone members.
 pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
     let mut clusters: BTreeMap<String, ClusterIdentity> = BTreeMap::new();
     for server in world.servers.values() {
@@ -119,7 +123,14 @@ pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
     }
     let mut out: BTreeMap<String, Vec<MemberView>> = clusters
         .into_iter()
-        .map(|(id, cluster)| (id, members(world, &cluster)))
+        .map(|(id, cluster)| {
+            let all: Vec<MemberView> = Clusters::of(world)
+                .rings(&cluster)
+                .into_iter()
+                .flat_map(|ring| members(world, &cluster, ring))
+                .collect();
+            (id, all)
+        })
         .filter(|(_, members)| !members.is_empty())
         .collect();
     for gone in &world.etcd_gone {
@@ -129,6 +140,7 @@ pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
                 id: gone.member.id,
                 hostname: gone.member.hostname.clone(),
                 up: false,
+                ring: gone.member.ring,
             });
         }
     }
@@ -157,9 +169,17 @@ pub fn watch(world: &mut World) {
     }
 }
 
-/// (hostname, runs) per member, by hostname.
+/// (hostname, runs) per member, by hostname; a member of a second etcd
+/// cluster shows its ring after the hostname.
 fn summary(members: &[MemberView]) -> Vec<(String, bool)> {
-    let mut out: Vec<(String, bool)> = members.iter().map(|m| (m.hostname.clone(), m.up)).collect();
+    let first = members.iter().map(|m| m.ring).min();
+    let mut out: Vec<(String, bool)> = members
+        .iter()
+        .map(|m| match first {
+            Some(ring) if m.ring != ring => (format!("{}@{:x}", m.hostname, m.ring), m.up),
+            _ => (m.hostname.clone(), m.up),
+        })
+        .collect();
     out.sort();
     out
 }

@@ -7,7 +7,14 @@
 //! {"talos": "apply_rejected", "code": "invalid_argument", "message": "disk full", "count": 1}
 //! {"talos": "apiserver_down", "server": "cp-1"}
 //! {"talos": "call_fails", "call": "Bootstrap", "server": "cp-1", "count": 3}
+//! {"talos": "reinstalled", "server": "cp-2", "with": "foreign_ca"}
 //! ```
+//!
+//! `reinstalled` acts once, when it is added: the node's disk is wiped (its
+//! etcd member stays listed, as after a reset without leaving) and the node
+//! reboots in maintenance mode (`"with": "maintenance"`) or configured by
+//! another cluster's secrets (`"with": "foreign_ca"`): what hct sees of a
+//! server someone reinstalled behind its back.
 //!
 //! `server` is a name or an ID; without it the fault hits every node.
 
@@ -80,6 +87,9 @@ pub enum TalosFault {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<ServerRef>,
     },
+    /// Once, as it is added: the node is wiped and comes back in
+    /// maintenance mode or configured by another cluster.
+    Reinstalled { server: ServerRef, with: Reinstall },
     /// One machine API call (`Bootstrap`, `ServiceList`, …; any case)
     /// answers with this status instead of being carried out: by default
     /// `unavailable`, what a client sees of a node cut off mid-way.
@@ -97,6 +107,14 @@ pub enum TalosFault {
     },
 }
 
+/// What a reinstalled node comes back as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reinstall {
+    Maintenance,
+    ForeignCa,
+}
+
 impl TalosFault {
     fn server(&self) -> Option<&ServerRef> {
         match self {
@@ -105,6 +123,7 @@ impl TalosFault {
             | Self::ApplyRejected { server, .. }
             | Self::ApiserverDown { server }
             | Self::CallFails { server, .. } => server.as_ref(),
+            Self::Reinstalled { server, .. } => Some(server),
         }
     }
 

@@ -21,15 +21,17 @@
 //! in Hetzner's user data; `node` is a node's state and `lifecycle` moves it
 //! on with time; `cluster` is what nodes of one cluster know of each other;
 //! `calls` carries out the API calls, which `service` serves over gRPC from
-//! an `apid` per node that `supervisor` starts and stops, along with a
+//! an `apid` per node that `supervisor` starts and stops (`call_log`
+//! records every call it takes), along with a
 //! `kube_api` per control plane whose etcd runs; `tls`, `auth` and `pki`
-//! are its certificates and roles; `faults` injects trouble; `sample` makes
+//! are its certificates and roles; `faults` injects trouble (`reinstall`: a server reinstalled behind hct's back); `sample` makes
 //! secrets, configs and client certificates for tests. `manifests` renders
 //! the bootstrap manifests a control plane's config makes, which `cosi`
 //! lists over the COSI state API beside the machine API.
 
 pub mod apid;
 pub mod auth;
+pub mod call_log;
 pub mod calls;
 pub mod cluster;
 pub mod config;
@@ -45,6 +47,7 @@ pub mod node;
 pub mod pb;
 pub mod pki;
 pub mod ports;
+pub mod reinstall;
 pub mod sample;
 pub mod secret;
 pub mod service;

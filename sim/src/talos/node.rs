@@ -63,15 +63,28 @@ pub struct Disk {
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct EtcdData {
-    /// Bootstrap was called here: this node founds the cluster's etcd.
+    /// Bootstrap was called here: this node founds a new etcd cluster.
     pub founder: bool,
     pub member: Option<EtcdMember>,
+}
+
+impl EtcdData {
+    /// Talos' test before a Bootstrap: the node's own etcd data directory
+    /// holds something (whatever the other control planes run).
+    pub fn is_empty(&self) -> bool {
+        !self.founder && self.member.is_none()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EtcdMember {
     pub id: u64,
     pub hostname: String,
+    /// Which etcd cluster (etcd's own cluster ID): the one its founder's
+    /// Bootstrap started. Nodes with the same secrets may run two, when a
+    /// control plane with empty data is bootstrapped beside running ones.
+    #[serde(default)]
+    pub ring: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +108,8 @@ pub struct MemberView {
     pub id: u64,
     pub hostname: String,
     pub up: bool,
+    /// The etcd cluster it is a member of (`EtcdMember::ring`).
+    pub ring: u64,
 }
 
 /// What lasts only while Talos runs.
@@ -113,6 +128,9 @@ pub struct Runtime {
     /// A worker's kubelet registered the node with the API server at the
     /// endpoint since Talos started; it keeps running if that goes away.
     pub kubelet_registered: bool,
+    /// When Talos came up with its config this start: a control plane
+    /// joins a running etcd only some time after (`talos_etcd_join`).
+    pub configured_since: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,6 +226,7 @@ impl NodeState {
     pub fn restart(&mut self, until: Timestamp) {
         self.phase = Phase::Booting { until };
         self.run.apid_issuer = None;
+        self.run.configured_since = None;
         self.run.incarnation += 1;
     }
 
@@ -241,6 +260,7 @@ pub struct SavedDisk {
     pub next_version: Option<String>,
     pub etcd_founder: bool,
     pub etcd_member: Option<(u64, String)>,
+    pub etcd_ring: u64,
 }
 
 impl SavedDisk {
@@ -255,6 +275,7 @@ impl SavedDisk {
                 .member
                 .as_ref()
                 .map(|m| (m.id, m.hostname.clone())),
+            etcd_ring: disk.etcd.member.as_ref().map_or(0, |m| m.ring),
         }
     }
 
@@ -274,6 +295,7 @@ impl SavedDisk {
                 member: self.etcd_member.as_ref().map(|(id, hostname)| EtcdMember {
                     id: *id,
                     hostname: hostname.clone(),
+                    ring: self.etcd_ring,
                 }),
             },
         }

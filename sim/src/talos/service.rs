@@ -9,6 +9,7 @@ use std::time::Duration;
 use tonic::{Request, Response, Status};
 
 use super::auth::{self, Call, Caller};
+use super::call_log::TalosCall;
 use super::calls::{self, ApplyMode, ApplyRequest, CallError, NodeRef};
 use super::faults;
 use super::kubeconfig;
@@ -36,8 +37,30 @@ impl MachineApi {
             .extensions()
             .get::<Caller>()
             .ok_or_else(|| Status::internal("the connection has no TLS caller"))?;
+        self.log(request, call, caller);
         auth::authorize(caller, call)?;
         self.injected_failure(call)
+    }
+
+    /// Adds the call to the world's call log, refused or not.
+    fn log<T>(&self, request: &Request<T>, call: Call, caller: &Caller) {
+        let mut world = self.sim.world();
+        let Some(name) = world.servers.get(&self.node.server).map(|s| s.name.clone()) else {
+            return;
+        };
+        let proxied_to = request
+            .metadata()
+            .get("node")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let at_ms = world.now.millis();
+        world.talos_calls.push(TalosCall::new(
+            at_ms,
+            (self.node.server, name),
+            call,
+            caller,
+            proxied_to,
+        ));
     }
 
     /// A `call_fails` fault on this node and call answers instead.

@@ -94,11 +94,18 @@ impl Lab {
         lifecycle::settle(&mut self.world, self.now);
     }
 
-    /// Enough time for any boot to finish, and a step after it.
+    /// Enough time for any boot to finish, and for a control plane that
+    /// came up to join a running etcd.
     pub fn settle(&mut self) {
         self.tick(Duration::ZERO);
         self.tick(Duration::from_secs(10));
-        self.tick(Duration::ZERO);
+        self.etcd_join();
+    }
+
+    /// As long as a configured control plane takes to join a running etcd.
+    pub fn etcd_join(&mut self) {
+        let join = self.world.config.durations.for_command("talos_etcd_join");
+        self.tick(join);
     }
 
     /// Marks the node as the one bootstrap was called on (it founds etcd).

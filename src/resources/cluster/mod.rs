@@ -8,7 +8,8 @@
 //! - `kubernetes`: what is done through the Kubernetes API after an apply.
 //! - `replacement`: control planes whose servers are gone, and etcd's
 //!   quorum, as the plan shows them.
-//! - `resource`: plan, apply, read (drift), import, destroy.
+//! - `resource`: plan, apply, read (drift), import; `destroy`: the whole
+//!   cluster.
 //! - `credentials`: `kubernetes_admin`, the kubeconfig taken apart.
 //! - `load_balancer`: `api_load_balancer_id`, the endpoint's load balancer
 //!   as refresh found it and apply made it.
@@ -19,6 +20,7 @@
 
 mod addons;
 mod credentials;
+mod destroy;
 mod kubernetes;
 mod load_balancer;
 pub(crate) mod model;

@@ -14,20 +14,19 @@ use super::kubernetes;
 use super::load_balancer;
 use super::model::{self, attr, control_plane_attr};
 use super::replacement;
-use super::schema;
+use super::schema::{self, NODES};
 use super::settings_plan;
 use super::settings_schema::SETTINGS;
+use crate::cluster::apply::Outcome;
+use crate::cluster::preflight::{self, Target};
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery};
-use crate::cluster::wait::Deadline;
-use crate::cluster::{NodeRecord, naming, slots, teardown};
+use crate::cluster::{naming, slots};
 use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::provider::{Applied, Context, Plan};
 use crate::resources::node_group::{
-    self, GroupKind, NodeGroupResource, Outcome, Prepared, Refreshed, StateGroup, nodes_from,
-    nodes_value,
+    self, GroupKind, NodeGroupResource, Prepared, Refreshed, StateGroup, nodes_from, nodes_value,
 };
-use crate::resources::timeouts::{self, Operation};
-use crate::resources::values::{failed, map_value, object_mut, set, string_map};
+use crate::resources::values::{map_value, object_mut, set, string_map};
 use crate::talos::Secrets;
 use crate::talos::client_config;
 use crate::talos::release::TalosVersion;
@@ -51,9 +50,6 @@ fn checking_secrets() -> Option<Secrets> {
     static SECRETS: std::sync::OnceLock<Option<Secrets>> = std::sync::OnceLock::new();
     SECRETS.get_or_init(|| Secrets::for_checking().ok()).clone()
 }
-
-/// The state attribute with the control plane's nodes.
-const NODES: &str = "control_plane_nodes";
 
 /// The control plane as a node group.
 pub struct Cluster;
@@ -209,14 +205,30 @@ impl GroupKind for Cluster {
             && let Ok(talos_version) = TalosVersion::parse(model::text(planned, "talos_version"))
             && let Ok(client) = ctx.hcloud()
         {
-            let target = node_group::Target {
+            let target = Target {
                 network_id: planned.get("network_id").as_i64().unwrap_or_default(),
                 plan: &network_plan,
                 image_id: planned.get("image_id").as_str(),
                 talos_version: &talos_version,
             };
             let found =
-                node_group::preflight(&client, &target, &spec, new_servers, &model::paths()).await;
+                preflight::group(&client, &target, &spec, new_servers, &model::paths()).await;
+            plan.diagnostics.extend(found);
+        }
+        // New servers: none of this cluster's name may exist that state
+        // does not know, unless hct can prove they are its own leftovers.
+        if new_servers > 0
+            && let Some(network) = planned.get("network_id").as_i64()
+        {
+            let found = node_group::strangers(
+                ctx,
+                &cluster,
+                Some(CONTROL_PLANE_GROUP),
+                network,
+                &recorded,
+                settings.as_ref().map(|s| &s.secrets),
+            )
+            .await;
             plan.diagnostics.extend(found);
         }
     }
@@ -265,7 +277,7 @@ impl GroupKind for Cluster {
     }
 
     async fn destroy(ctx: &Context, prior: Value) -> Applied {
-        destroy(ctx, &prior).await
+        super::destroy::destroy(ctx, &prior).await
     }
 
     fn state_group(state: &Value) -> Option<StateGroup> {
@@ -456,41 +468,4 @@ fn finish_state(state: &mut Value, settings: &ClusterSettings) -> Result<(), Dia
     }
     credentials::fill(state);
     Ok(())
-}
-
-/// Deletes the cluster's servers and placement groups: every group's in
-/// the serial form, the control plane's in the parallel form (see
-/// `cluster::teardown`).
-async fn destroy(ctx: &Context, prior: &Value) -> Applied {
-    let client = match ctx.hcloud() {
-        Ok(c) => c,
-        Err(d) => return failed(prior.clone(), d),
-    };
-    let timeout =
-        timeouts::limit(prior, Operation::Delete).unwrap_or(Operation::Delete.default_limit());
-    let deadline = Deadline::new(timeout, ctx.cancel.clone(), ctx.pace());
-    let cluster = model::text(prior, "name").to_string();
-    let scope = if model::parallel_form(prior) {
-        teardown::Scope::ControlPlane
-    } else {
-        teardown::Scope::Everything
-    };
-    match teardown::delete_cluster(&client, &cluster, scope, &deadline).await {
-        Ok(()) => Applied::default(),
-        Err(e) => {
-            // Keep what still exists in state.
-            let mut state = prior.clone();
-            if let Ok(left) = client
-                .servers(&naming::group_selector(&cluster, CONTROL_PLANE_GROUP))
-                .await
-            {
-                let nodes: Vec<NodeRecord> = nodes_from(prior.get(NODES))
-                    .into_iter()
-                    .filter(|n| left.iter().any(|s| s.id == n.server_id))
-                    .collect();
-                set(&mut state, NODES, nodes_value(&nodes));
-            }
-            failed(state, e.to_diagnostic())
-        }
-    }
 }

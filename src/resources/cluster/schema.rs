@@ -5,6 +5,9 @@ use crate::resources::node_group::{NODE_LIST_DESCRIPTION, node_list_type};
 use crate::resources::timeouts;
 use crate::tf::{Attribute, Mode, Nesting, Schema, Type};
 
+/// The state attribute with the control plane's nodes.
+pub const NODES: &str = "control_plane_nodes";
+
 pub fn schema() -> Schema {
     let schema = Schema::new(
         0,
@@ -130,7 +133,7 @@ pub fn schema() -> Schema {
     .attribute(Attribute::computed("endpoint", Type::String).description(
         "The Kubernetes API: the plan's `cluster_endpoint`, `https://<first control-plane IP or private load balancer IP>:6443` (private).",
     ))
-    .attribute(Attribute::computed("control_plane_nodes", node_list_type()).description(NODE_LIST_DESCRIPTION))
+    .attribute(Attribute::computed(NODES, node_list_type()).description(NODE_LIST_DESCRIPTION))
     .attribute(Attribute::computed("talosconfig", Type::String).sensitive().description(
         "talosctl config for the cluster (`os:admin`, valid a year; a plan in its last 30 days \
          issues it again), endpoints and nodes the control-plane IPs. Write it with \

@@ -11,6 +11,7 @@ use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resourc
 use crate::resources::cluster::model;
 use crate::resources::cluster::settings_plan::{self, fill_defaults, settings_known};
 use crate::resources::cluster::settings_schema::settings_attributes;
+use crate::resources::node_group;
 use crate::resources::values::{failed, set};
 use crate::talos::Secrets;
 use crate::talos::release::TalosVersion;
@@ -111,6 +112,23 @@ async fn preflight(ctx: &Context, prior: &Value, planned: &Value) -> Diagnostics
     check.cluster_wide(&client).await.0
 }
 
+/// New secrets for a cluster name: no server of that name may exist that
+/// these secrets did not make (another workspace's cluster, or this one's
+/// after its state was lost), unless hct can prove it holds nothing.
+async fn strangers(ctx: &Context, planned: &Value) -> Diagnostics {
+    let (Some(cluster), Some(network)) = (
+        planned.get("name").as_str(),
+        planned.get("network_id").as_i64(),
+    ) else {
+        return Diagnostics::new();
+    };
+    let secrets = planned
+        .get("machine_secrets")
+        .as_str()
+        .and_then(|text| Secrets::from_yaml(text).ok());
+    node_group::strangers(ctx, cluster, None, network, &[], secrets.as_ref()).await
+}
+
 #[async_trait]
 impl Resource for ClusterSecretsResource {
     fn type_name(&self) -> &'static str {
@@ -157,6 +175,10 @@ impl Resource for ClusterSecretsResource {
         }
         let found = preflight(ctx, prior, &plan.planned).await;
         plan.diagnostics.extend(found);
+        if prior.is_null() {
+            let found = strangers(ctx, &plan.planned).await;
+            plan.diagnostics.extend(found);
+        }
         plan
     }
 

@@ -5,8 +5,9 @@
 //!
 //! - plan: the node list with each node's server and config hash
 //!   ([`plan_nodes`]), and preflight when servers are added or resized;
-//! - apply: converge the servers and bring the nodes up ([`converge`]), or
-//!   remove them all ([`remove_all`]);
+//! - apply: the runbook's `cluster::apply` (converge the servers, bring the
+//!   nodes up), with the clients of [`clients`] and what state records of
+//!   etcd (`private`);
 //! - read: the servers that still exist, their configs read back, label and
 //!   server-type drift ([`refresh`]);
 //! - import: the group's servers by hct's labels ([`import`]).
@@ -14,16 +15,19 @@
 //! [`NodeGroupResource`] is the Terraform resource made of these steps; a
 //! [`GroupKind`] supplies what is its own.
 //!
-//! - `state`: the node list in state; `steps`: plan and apply's steps;
-//!   `read`: refresh and import; `resource`: the resource made of them.
+//! - `state`: the node list in state; `private`: what state keeps hidden
+//!   (etcd bootstrapped); `plan`: the node list and the clients; `read`:
+//!   refresh and import; `resource`: the resource made of them.
 
+mod plan;
+mod private;
 mod read;
 pub mod ready;
 mod resource;
 mod state;
-mod steps;
 
+pub use plan::{clients, group_spec, plan_nodes, strangers};
+pub use private::{etcd_record, with_etcd_record};
 pub use read::{Imported, Recorded, Refreshed, import, refresh};
 pub use resource::{GroupKind, NodeGroupResource, Prepared, StateGroup};
 pub use state::{NODE_LIST_DESCRIPTION, node_list_type, nodes_from, nodes_value};
-pub use steps::{Outcome, Run, Target, converge, group_spec, plan_nodes, preflight, remove_all};

@@ -6,11 +6,14 @@ use std::marker::PhantomData;
 
 use async_trait::async_trait;
 
+use super::plan::clients;
+use super::private::{etcd_record, with_etcd_record};
 use super::read::{Recorded, Refreshed, refresh};
 use super::state::{nodes_from, nodes_value};
-use super::steps::{Outcome, Run, converge};
+use crate::cluster::apply::{self, Outcome, Run};
 use crate::cluster::preflight::Paths;
 use crate::cluster::settings::ClusterSettings;
+use crate::cluster::wait::Deadline;
 use crate::cluster::{GroupSpec, NodeSlot, this_run};
 use crate::hcloud::models::Labels;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
@@ -125,6 +128,8 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         }
         let mut plan = Plan {
             planned: request.proposed.clone(),
+            // What state keeps of etcd goes on to the apply.
+            private: request.prior_private.clone(),
             ..Plan::default()
         };
         K::plan(ctx, &request.prior, &request.config, &mut plan).await;
@@ -149,17 +154,23 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             Ok(p) => p,
             Err(d) => return failed(request.prior, d),
         };
+        let clients = match clients(ctx, &prepared.settings).await {
+            Ok(c) => c,
+            Err(d) => return failed(request.prior, d),
+        };
+        let prior_nodes = nodes_from(request.prior.get(K::NODES));
         let run = Run {
-            ctx,
+            clients: &clients,
             settings: &prepared.settings,
             spec: &prepared.spec,
             slots: &prepared.slots,
-            prior_nodes: nodes_from(request.prior.get(K::NODES)),
-            timeout,
+            etcd: etcd_record(&request.private, &prior_nodes),
+            prior_nodes,
+            deadline: Deadline::new(timeout, ctx.cancel.clone(), ctx.pace()),
             paths: &prepared.paths,
             placement_group_ids: K::PLACEMENT_GROUP_IDS,
         };
-        let mut outcome = match converge(run).await {
+        let mut outcome = match apply::apply(run).await {
             Ok(outcome) => outcome,
             Err(found) => {
                 tell_pools_if_failed(&prepared, &found);
@@ -181,7 +192,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         }
         Applied {
             new_state: state,
-            private: request.private,
+            private: with_etcd_record(&request.private, outcome.etcd),
             diagnostics: outcome.diagnostics,
         }
     }

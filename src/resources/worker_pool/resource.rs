@@ -9,12 +9,15 @@ use tracing::info;
 
 use super::model::{self, CONFIG_INPUTS, attr};
 use super::schema;
+use crate::cluster::apply::{self, Outcome};
+use crate::cluster::preflight::{self, Target};
+use crate::cluster::wait::Deadline;
 use crate::cluster::{naming, slots};
 use crate::network_plan::{CONTROL_PLANE_GROUP, placement_groups_for};
 use crate::provider::{Applied, Context, Plan};
 use crate::resources::node_group::{
-    self, GroupKind, NodeGroupResource, Outcome, Prepared, Refreshed, StateGroup, nodes_from,
-    nodes_value, ready,
+    self, GroupKind, NodeGroupResource, Prepared, Refreshed, StateGroup, nodes_from, nodes_value,
+    ready,
 };
 use crate::resources::timeouts::{self, Operation};
 use crate::resources::values::{failed, map_value, set, string_map};
@@ -87,14 +90,26 @@ impl GroupKind for WorkerPool {
             && known
             && let Ok(client) = ctx.hcloud()
         {
-            let target = node_group::Target::from(&settings);
+            let target = Target::from(&settings);
             plan.diagnostics.extend(
-                node_group::preflight(&client, &target, &spec, new_servers, &model::paths()).await,
+                preflight::group(&client, &target, &spec, new_servers, &model::paths()).await,
             );
             if new_servers > 0 {
                 plan.diagnostics
                     .extend(same_secrets_as_control_plane(&client, &settings).await);
             }
+        }
+        if new_servers > 0 && known {
+            let found = node_group::strangers(
+                ctx,
+                &settings.cluster_name,
+                Some(&pool),
+                settings.network_id,
+                &nodes_from(prior.get("nodes")),
+                Some(&settings.secrets),
+            )
+            .await;
+            plan.diagnostics.extend(found);
         }
     }
 
@@ -283,20 +298,18 @@ async fn destroy(ctx: &Context, prior: Value) -> Applied {
     };
     let spec = model::group_spec(&prior);
     info!(pool = %spec.group, "removing the pool's nodes");
-    match node_group::remove_all(
-        ctx,
-        &settings,
-        &spec,
-        nodes_from(prior.get("nodes")),
-        timeout,
-    )
-    .await
-    {
+    let clients = match node_group::clients(ctx, &settings).await {
+        Ok(c) => c,
+        Err(d) => return failed(prior, d),
+    };
+    let deadline = Deadline::new(timeout, ctx.cancel.clone(), ctx.pace());
+    let nodes = nodes_from(prior.get("nodes"));
+    match apply::remove_all(&clients, &settings, &spec, nodes, &deadline).await {
         Ok(()) => Applied::default(),
-        Err((left, d)) => {
+        Err((left, e)) => {
             let mut state = prior;
             set(&mut state, "nodes", nodes_value(&left));
-            failed(state, d)
+            failed(state, e.to_diagnostic())
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::net::socks5;
 use crate::talos::api::pb::{self, machine_service_client::MachineServiceClient};
 
 /// The port apid listens on.
-pub const APID_PORT: u16 = 50000;
+pub use crate::network_plan::TALOS_API_PORT as APID_PORT;
 /// Where Talos keeps the machine config it runs.
 pub const MACHINE_CONFIG_PATH: &str = "/system/state/config.yaml";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,9 +61,14 @@ impl NodeAddress {
 }
 
 /// What a node says to a client that shows no certificate.
-enum Probe {
+#[derive(Debug)]
+pub enum Probe {
+    /// Its maintenance service answered: it runs no config.
     Maintenance,
+    /// It asks for a client certificate: it runs a config (whose CA the
+    /// probe does not know).
     WantsCertificate,
+    /// It did not answer.
     Gone(TalosError),
 }
 
@@ -99,7 +104,8 @@ impl TalosClient {
         }
     }
 
-    async fn probe_without_certificate(address: &NodeAddress) -> Probe {
+    /// Asks the node, without a certificate, whether it runs a config.
+    pub async fn probe_without_certificate(address: &NodeAddress) -> Probe {
         let anonymous = Trust::Maintenance {
             pinned_spki_sha256: None,
         };

@@ -11,7 +11,7 @@ pub mod tls;
 
 pub use client::{
     APID_PORT, Applied, ApplyMode, Bootstrapped, EtcdMember, MACHINE_CONFIG_PATH, NodeAddress,
-    Service, TalosClient,
+    Probe, Service, TalosClient,
 };
 pub use error::TalosError;
 pub use manifests::{MANIFEST_NAMESPACE, MANIFEST_TYPE, RenderedManifest};

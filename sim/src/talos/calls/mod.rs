@@ -355,31 +355,33 @@ fn kubernetes_images(config: &MachineConfig) -> [Option<String>; 4] {
     ]
 }
 
+/// Talos' Bootstrap: refused only when this node's own etcd data is not
+/// empty. A control plane with empty data (new, or recreated) starts a new
+/// etcd cluster of its own, whatever the other control planes run.
 pub fn bootstrap(world: &mut World, at: NodeRef) -> Result<(), CallError> {
     let (_, talos) = node(world, at)?;
     let config = configured(talos, "Bootstrap")?;
     if !config.is_control_plane() {
         return Err(CallError::BootstrapOnWorker);
     }
-    if Clusters::of(world).is_bootstrapped(&config.cluster) {
+    if !talos.node.disk.etcd.is_empty() {
         return Err(CallError::AlreadyBootstrapped);
     }
     node_mut(world, at)?.node.disk.etcd.founder = true;
-    // A new etcd: the members of an old one with this identity are gone.
-    world.etcd_gone.retain(|g| g.cluster != config.cluster.id);
     Ok(())
 }
 
+/// The members of the etcd cluster this node's etcd belongs to.
 pub fn etcd_members(world: &World, at: NodeRef) -> Result<Vec<EtcdMember>, CallError> {
     let (_, talos) = node(world, at)?;
     let config = configured(talos, "EtcdMemberList")?;
     if !config.is_control_plane() {
         return Err(CallError::EtcdOnWorker);
     }
-    if talos.node.disk.etcd.member.is_none() {
+    let Some(member) = &talos.node.disk.etcd.member else {
         return Err(CallError::EtcdNotRunning);
-    }
-    Ok(Clusters::of(world).members(&config.cluster))
+    };
+    Ok(Clusters::of(world).members(&config.cluster, member.ring))
 }
 
 pub fn services(world: &World, at: NodeRef) -> Result<Vec<ServiceStatus>, CallError> {
@@ -394,7 +396,7 @@ pub fn kubeconfig_source(world: &World, at: NodeRef) -> Result<KubeconfigSource,
     if !config.is_control_plane() {
         return Err(CallError::KubeconfigOnWorker);
     }
-    if !Clusters::of(world).is_bootstrapped(&config.cluster) {
+    if !Clusters::of(world).has_etcd(&config.cluster) {
         return Err(CallError::NotBootstrapped);
     }
     Ok(KubeconfigSource {

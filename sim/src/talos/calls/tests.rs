@@ -126,7 +126,7 @@ fn configured_nodes_apply_with_or_without_reboot() {
 }
 
 #[test]
-fn bootstrap_happens_once_per_cluster_on_a_control_plane() {
+fn bootstrap_is_refused_only_where_etcd_data_exists() {
     let mut lab = Lab::new();
     let cluster = cluster();
     let cp1 = lab.server(
@@ -162,9 +162,20 @@ fn bootstrap_happens_once_per_cluster_on_a_control_plane() {
         Err(CallError::Maintenance("Bootstrap"))
     ));
     lab.on(cp1, |w, at, _| bootstrap(w, at)).unwrap();
-    let again = lab.on(cp2, |w, at, _| bootstrap(w, at)).unwrap_err();
+    let again = lab.on(cp1, |w, at, _| bootstrap(w, at)).unwrap_err();
     assert_eq!(again.code(), Code::AlreadyExists);
     assert!(kubeconfig_source(&lab.world, lab.at(cp1)).is_ok());
+    // As in Talos, only the node's own etcd data counts: cp-2 has none
+    // yet, so a Bootstrap there starts a second etcd, split from cp-1's.
+    lab.on(cp2, |w, at, _| bootstrap(w, at)).unwrap();
+    lab.settle();
+    let first = etcd_members(&lab.world, lab.at(cp1)).unwrap();
+    let second = etcd_members(&lab.world, lab.at(cp2)).unwrap();
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(first[0].ring, second[0].ring);
+    let again = lab.on(cp2, |w, at, _| bootstrap(w, at)).unwrap_err();
+    assert_eq!(again.code(), Code::AlreadyExists);
     assert!(matches!(
         kubeconfig_source(&lab.world, lab.at(w)),
         Err(CallError::KubeconfigOnWorker)
@@ -175,24 +186,34 @@ fn bootstrap_happens_once_per_cluster_on_a_control_plane() {
     ));
 }
 
-#[test]
-fn resets_leave_etcd_gracefully_or_stay_listed() {
-    let mut lab = Lab::new();
-    let cluster = cluster();
-    let config = cluster.machine_config(&control_plane());
-    let ids: Vec<Id> = ["cp-1", "cp-2", "cp-3"]
-        .iter()
-        .enumerate()
-        .map(|(i, name)| lab.server(name, &format!("10.0.128.{}", 11 + i), "v1.12.6", None))
+/// `count` control planes (cp-1, cp-2, …) configured in maintenance mode,
+/// etcd bootstrapped on the first and joined by the others.
+fn bootstrapped_control_planes(lab: &mut Lab, count: usize) -> Vec<Id> {
+    let config = cluster().machine_config(&control_plane());
+    let ids: Vec<Id> = (0..count)
+        .map(|i| {
+            let name = format!("cp-{}", i + 1);
+            lab.server(&name, &format!("10.0.128.{}", 11 + i), "v1.12.6", None)
+        })
         .collect();
     lab.settle();
     for id in &ids {
-        apply(&mut lab, *id, &config, ApplyMode::Auto).unwrap();
+        apply(lab, *id, &config, ApplyMode::Auto).unwrap();
     }
     lab.settle();
     lab.on(ids[0], |w, at, _| bootstrap(w, at)).unwrap();
     lab.settle();
-    assert_eq!(etcd_members(&lab.world, lab.at(ids[0])).unwrap().len(), 3);
+    assert_eq!(
+        etcd_members(&lab.world, lab.at(ids[0])).unwrap().len(),
+        count
+    );
+    ids
+}
+
+#[test]
+fn resets_leave_etcd_gracefully_or_stay_listed() {
+    let mut lab = Lab::new();
+    let ids = bootstrapped_control_planes(&mut lab, 3);
 
     lab.on(ids[1], |w, at, now| reset(w, at, true, true, now))
         .unwrap();
@@ -323,4 +344,47 @@ fn an_upgrade_without_egress_fails_pulling_the_installer() {
     lab.world.servers.get_mut(&nat).unwrap().status = ServerStatus::Running;
     let version = lab.on(id, |w, at, now| upgrade(w, at, image, now)).unwrap();
     assert_eq!(version.to_string(), "v1.12.7");
+}
+
+#[test]
+fn a_reinstalled_node_comes_back_empty_or_someone_elses_and_etcd_still_lists_it() {
+    use crate::talos::faults::{Reinstall, ServerRef};
+    let mut lab = Lab::new();
+    let ids = bootstrapped_control_planes(&mut lab, 2);
+    let ours = lab.talos(ids[0]).node.config().unwrap().cluster.clone();
+
+    let now = lab.now;
+    crate::talos::reinstall::reinstall(
+        &mut lab.world,
+        &ServerRef::Name("cp-2".into()),
+        Reinstall::ForeignCa,
+        now,
+    )
+    .unwrap();
+    lab.settle();
+    let other = lab.talos(ids[1]).node.config().unwrap();
+    assert_ne!(other.cluster, ours, "configured by another cluster");
+    assert_ne!(other.os_ca, lab.talos(ids[0]).node.config().unwrap().os_ca);
+    let members = etcd_members(&lab.world, lab.at(ids[0])).unwrap();
+    assert_eq!(members.len(), 2, "still listed: {members:?}");
+
+    crate::talos::reinstall::reinstall(
+        &mut lab.world,
+        &ServerRef::Name("cp-2".into()),
+        Reinstall::Maintenance,
+        lab.now,
+    )
+    .unwrap();
+    lab.settle();
+    assert_eq!(lab.talos(ids[1]).node.summary.mode, Mode::Maintenance);
+    assert!(lab.talos(ids[1]).node.disk.etcd.is_empty());
+    assert!(
+        crate::talos::reinstall::reinstall(
+            &mut lab.world,
+            &ServerRef::Name("nobody".into()),
+            Reinstall::Maintenance,
+            lab.now,
+        )
+        .is_err()
+    );
 }

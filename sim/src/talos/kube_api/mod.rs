@@ -177,7 +177,15 @@ pub fn readiness(world: &World, at: NodeRef) -> Result<(), String> {
         return Err("injected".into());
     }
     etcd_ready(world, server, &talos.node, config)?;
-    etcd::quorum(world, &config.cluster)
+    let ring = talos
+        .node
+        .disk
+        .etcd
+        .member
+        .as_ref()
+        .ok_or_else(|| "etcd is not a member yet".to_string())?
+        .ring;
+    etcd::quorum(world, &config.cluster, ring)
 }
 
 /// One running Kubernetes API server.

@@ -23,28 +23,46 @@ use crate::talos::version::TalosVersion;
 
 /// Answers an API request at the control plane `at`.
 pub fn serve(world: &mut World, now: Timestamp, at: NodeRef, request: &ApiRequest) -> Answer {
-    let Some((config, talos)) = world
+    let Some((config, talos, ring)) = world
         .servers
         .get(&at.server)
         .and_then(|s| s.talos.as_ref())
-        .and_then(|t| Some((t.node.config()?.clone(), lifecycle::running_version(t)?)))
+        .and_then(|t| {
+            Some((
+                t.node.config()?.clone(),
+                lifecycle::running_version(t)?,
+                t.node.disk.etcd.member.as_ref()?.ring,
+            ))
+        })
     else {
         return crate::kube::KubeError::NoRoute.into();
     };
-    sync(world, now, &config, &talos);
+    sync(world, now, &config, &talos, ring);
     let now = now.unix_seconds();
-    let store = world.kube.cluster(&config.cluster.id, now);
+    let store = world.kube.cluster(&store_id(&config.cluster, ring), now);
     store.now = now;
     api::handle(store, request)
 }
 
-/// Brings the cluster's store in line with its nodes; `config` is the
-/// serving control plane's (running `talos`), whose bootstrap manifests
-/// Talos applies at bootstrap.
-pub fn sync(world: &mut World, now: Timestamp, config: &MachineConfig, talos: &TalosVersion) {
+/// Which store an API server reads: that of the etcd cluster (`ring`) its
+/// node is a member of, so a second etcd of the same secrets starts empty.
+pub fn store_id(cluster: &ClusterIdentity, ring: u64) -> String {
+    format!("{}/{ring:016x}", cluster.id)
+}
+
+/// Brings the store of etcd cluster `ring` in line with the nodes;
+/// `config` is the serving control plane's (running `talos`), whose
+/// bootstrap manifests Talos applies at bootstrap.
+pub fn sync(
+    world: &mut World,
+    now: Timestamp,
+    config: &MachineConfig,
+    talos: &TalosVersion,
+    ring: u64,
+) {
     let facts = facts(world, &config.cluster);
     let now = now.unix_seconds();
-    let store = world.kube.cluster(&config.cluster.id, now);
+    let store = world.kube.cluster(&store_id(&config.cluster, ring), now);
     store.now = now;
     if !store.bootstrap_manifests_applied {
         let mut problems = Vec::new();

@@ -162,7 +162,13 @@ fn reboots_and_resets_take_it_away() {
         .and_then(|t| t.node.config())
         .map(|c| c.cluster.clone())
         .unwrap();
-    let members = crate::talos::etcd::members(&lab.world, &cluster);
+    let ring = lab.world.servers[&ids[0]]
+        .talos
+        .as_ref()
+        .and_then(|t| t.node.disk.etcd.member.as_ref())
+        .map(|m| m.ring)
+        .unwrap();
+    let members = crate::talos::etcd::members(&lab.world, &cluster, ring);
     assert_eq!(
         members.len(),
         3,
@@ -173,7 +179,7 @@ fn reboots_and_resets_take_it_away() {
     // its old one removed as it joins (same hostname).
     lab.settle();
     assert!(spec_of(&lab, ids[1]).is_some());
-    let members = crate::talos::etcd::members(&lab.world, &cluster);
+    let members = crate::talos::etcd::members(&lab.world, &cluster, ring);
     assert_eq!(members.len(), 3, "{members:?}");
     assert!(members.iter().all(|m| m.up), "{members:?}");
     assert_eq!(ready(&lab, ids[1]), Ok(()));

@@ -206,24 +206,35 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
         }
         return;
     }
-    // A member joins through a running member, and only while etcd has a
-    // quorum (etcd refuses to add a member otherwise).
-    let joinable = node.disk.etcd.founder
-        || (node.disk.etcd.member.is_none()
-            && clusters.has_running_member(&config.cluster)
-            && super::etcd::quorum(world, &config.cluster).is_ok());
+    let since = *node.run.configured_since.get_or_insert(now);
+    if node.disk.etcd.member.is_some() {
+        return;
+    }
+    // A founder starts a new etcd cluster. Any other control plane joins
+    // through a running member, some time after it came up configured, and
+    // only while that etcd has a quorum (etcd refuses to add a member
+    // otherwise).
+    let ring = if node.disk.etcd.founder {
+        Some(fastrand::u64(1..))
+    } else {
+        let join_after = world.config.durations.for_command("talos_etcd_join");
+        clusters
+            .ring_to_join(&config.cluster)
+            .filter(|_| now >= since.plus(join_after))
+            .filter(|ring| super::etcd::quorum(world, &config.cluster, *ring).is_ok())
+    };
     let advertises = config
         .subnets
         .etcd_address(&cluster::private_ips(server))
         .is_some();
-    if node.disk.etcd.member.is_none()
-        && joinable
+    if let Some(ring) = ring
         && advertises
         && services::egress(world, server, &config).is_ok()
     {
         node.disk.etcd.member = Some(EtcdMember {
             id: fastrand::u64(1..),
             hostname: cluster::hostname(server, Some(&config)),
+            ring,
         });
         node.departed = None;
     }
@@ -274,7 +285,7 @@ fn summarize(talos: &TalosNode, server: &Server, world: &World, clusters: &Clust
         hostname: Some(cluster::hostname(server, config)),
         cluster_id: config.map(|c| c.cluster.id.clone()),
         egress_via: egress.and_then(Result::ok),
-        bootstrapped: config.is_some_and(|c| clusters.is_bootstrapped(&c.cluster))
+        bootstrapped: config.is_some_and(|c| clusters.has_etcd(&c.cluster))
             || node.disk.etcd.founder
             || etcd_member,
         etcd_member,

@@ -162,7 +162,7 @@ fn workers_wait_for_trustd_and_control_planes_form_etcd() {
         !lab.talos(cp2).node.summary.etcd_member,
         "joins a member seen running"
     );
-    lab.tick(MOMENT);
+    lab.etcd_join();
     assert!(lab.talos(cp2).node.summary.etcd_member);
     for id in [w, cp1, cp2] {
         let summary = &lab.talos(id).node.summary;
@@ -252,9 +252,8 @@ fn a_deleted_members_server_stays_in_etcd_until_its_successor_joins() {
     let cp3 = lab.server("cp-3", "10.0.128.13", "v1.12.6", Some(config.clone()));
     lab.settle();
     lab.found_etcd(cp1);
-    for _ in 0..3 {
-        lab.tick(MOMENT);
-    }
+    lab.tick(MOMENT);
+    lab.etcd_join();
     let listed = |lab: &Lab| -> Vec<(String, bool)> {
         let membership = crate::talos::etcd::membership(&lab.world);
         assert_eq!(membership.len(), 1, "{membership:?}");

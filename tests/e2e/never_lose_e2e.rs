@@ -1,0 +1,340 @@
+//! No apply may lose or hand over a cluster (issue 27), through the real
+//! CLI against hct-sim, judged from the sim's own call log and state (its
+//! etcd per node, as unforgiving as Talos: a Bootstrap on a control plane
+//! with empty data starts a second etcd there):
+//!
+//! - the first control plane, then the first two one after another,
+//!   deleted behind the load balancer and recreated by apply: one etcd of
+//!   three members, a ConfigMap written before is still read through the
+//!   kubeconfig, and no Bootstrap was sent after the first apply;
+//! - a configured node reinstalled behind hct's back (in maintenance mode,
+//!   or configured by another cluster): the plan warns naming it, the apply
+//!   fails naming it, and it was sent no ApplyConfiguration; deleting it is
+//!   the way out;
+//! - the state deleted: plan and apply refuse, naming the servers, and
+//!   delete nothing; imported with its secrets, nothing is replaced or
+//!   destroyed, the apply keeps every server and the plan after is empty;
+//! - a second workspace with the same cluster name: refused at plan.
+
+use crate::peers;
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hct_sim::SimHandle;
+use hct_sim::talos::call_log::TalosCall;
+use peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
+use support::Workspace;
+use support::reference::{pools, state_attribute, workspace};
+use support::sim::server_ids;
+
+/// The reference example with one general worker; with the API behind the
+/// load balancer when `balanced`.
+async fn cluster(balanced: bool) -> (SimHandle, Workspace) {
+    let sim = support::sim::start().await;
+    let ws = workspace(&sim);
+    ws.write("pools.auto.tfvars", &pools(1));
+    if balanced {
+        ws.write("endpoint.auto.tfvars", "api_endpoint = \"load_balancer\"\n");
+    }
+    (sim, ws)
+}
+
+/// The Talos calls the sim took so far.
+fn calls(sim: &SimHandle) -> Vec<TalosCall> {
+    sim.inspect(|w| w.talos_calls.clone())
+}
+
+/// The calls named `call` after the first `since` of the log.
+fn calls_since(sim: &SimHandle, since: usize, call: &str) -> Vec<TalosCall> {
+    calls(sim)
+        .into_iter()
+        .skip(since)
+        .filter(|c| c.call == call)
+        .collect()
+}
+
+/// Deletes a server through the Hetzner API, as a user would.
+fn delete_server(sim: &SimHandle, name: &str) {
+    let id = server_ids(sim)[name];
+    let client = support::sim::client(sim);
+    tokio::runtime::Handle::current().block_on(async {
+        if let Some(action) = client.delete_server(id).await.unwrap() {
+            client
+                .wait_for_actions(vec![action], "delete", Duration::from_secs(30))
+                .await
+                .unwrap();
+        }
+    });
+}
+
+/// The etcd clusters the sim's nodes run: per etcd cluster, its members
+/// (hostname, up), by hostname.
+fn etcd_clusters(sim: &SimHandle) -> BTreeMap<u64, Vec<(String, bool)>> {
+    let state = sim.state_json();
+    let mut rings: BTreeMap<u64, Vec<(String, bool)>> = BTreeMap::new();
+    for members in state["etcd"].as_object().unwrap().values() {
+        for m in members.as_array().unwrap() {
+            rings.entry(m["ring"].as_u64().unwrap()).or_default().push((
+                m["hostname"].as_str().unwrap().to_string(),
+                m["up"].as_bool().unwrap(),
+            ));
+        }
+    }
+    for members in rings.values_mut() {
+        members.sort();
+    }
+    rings
+}
+
+fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
+    let rings = etcd_clusters(sim);
+    let expected: Vec<(String, bool)> = (1..=3)
+        .map(|n| (format!("noreturn-cp-{n}"), true))
+        .collect();
+    assert_eq!(
+        rings.into_values().collect::<Vec<_>>(),
+        vec![expected],
+        "one etcd of the three control planes, all up, after {after}"
+    );
+}
+
+fn plan(ws: &Workspace) -> (i32, support::TfOutput) {
+    support::plan_exit_code(ws, &[])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recreated_first_control_planes_join_the_one_etcd_and_nothing_is_bootstrapped_again() {
+    let (sim, ws) = cluster(true).await;
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let bootstraps = calls_since(&sim, 0, "Bootstrap");
+        assert_eq!(bootstraps.len(), 1, "one Bootstrap: {bootstraps:#?}");
+        assert_eq!(bootstraps[0].node, "noreturn-cp-1");
+        assert_one_etcd_of_three(&sim, "the first apply");
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = kubeconfig_file(&ws.outputs(), &sim.proxy_url(), dir.path());
+        let kubectl = kubectl();
+        let manifest = dir.path().join("before.yaml");
+        std::fs::write(
+            &manifest,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: before\n  namespace: default\ndata:\n  kept: \"yes\"\n",
+        )
+        .unwrap();
+        succeeded(
+            "write a ConfigMap",
+            run(
+                &kubectl,
+                dir.path(),
+                &config,
+                &["apply", "--server-side", "-f", manifest.to_str().unwrap()],
+            ),
+        );
+        let since = calls(&sim).len();
+
+        for gone in [
+            vec!["noreturn-cp-1"],
+            vec!["noreturn-cp-1", "noreturn-cp-2"],
+        ] {
+            for name in &gone {
+                let before = server_ids(&sim)[*name];
+                delete_server(&sim, name);
+                ws.terraform(&["apply", "-auto-approve"])
+                    .expect_success(&format!("apply recreates {name}"));
+                assert_ne!(server_ids(&sim)[*name], before, "{name} is a new server");
+                assert_one_etcd_of_three(&sim, &format!("{name} was recreated"));
+            }
+            let read = succeeded(
+                "read the ConfigMap",
+                run(
+                    &kubectl,
+                    dir.path(),
+                    &config,
+                    &["get", "configmap", "before", "-o", "jsonpath={.data.kept}"],
+                ),
+            );
+            assert_eq!(read.trim(), "yes", "written before {gone:?} were recreated");
+            let (code, out) = plan(&ws);
+            assert_eq!(code, 0, "{out}");
+        }
+        let again = calls_since(&sim, since, "Bootstrap");
+        assert!(
+            again.is_empty(),
+            "Bootstrap after the first apply: {again:#?}"
+        );
+    });
+}
+
+/// Reinstalls `name` behind hct's back and waits until its Talos runs
+/// again.
+fn reinstall(sim: &SimHandle, name: &str, with: &str) {
+    sim.add_fault(
+        hct_sim::FaultSpec::parse(&format!(
+            r#"{{"talos": "reinstalled", "server": "{name}", "with": "{with}"}}"#
+        ))
+        .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let state = sim.state_json();
+        let node = state["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap();
+        if node["talos"]["phase"] == "running" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} never came back: {node:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reinstalled_node_is_never_sent_a_config() {
+    let (sim, ws) = cluster(false).await;
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        for (name, with, answer) in [
+            (
+                "noreturn-general-1",
+                "maintenance",
+                "answers in maintenance mode",
+            ),
+            (
+                "noreturn-cp-3",
+                "foreign_ca",
+                "answers with another cluster's CA",
+            ),
+        ] {
+            let since = calls(&sim).len();
+            reinstall(&sim, name, with);
+            // The plan shows it (a warning, and what its refresh found as
+            // its config_sha256); the apply refuses it, naming it.
+            let (code, out) = plan(&ws);
+            assert_eq!(code, 2, "the plan shows {name}\n{out}");
+            let said = |out: &support::TfOutput| {
+                let words = format!("{} {}", out.stdout, out.stderr)
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                words.contains(&format!("{name} does not answer with this cluster's CA"))
+                    && words.contains(answer)
+                    && words.contains(&format!("hcloud server delete {name}"))
+            };
+            assert!(said(&out), "{out}");
+            assert!(
+                out.stdout.contains(&format!("untrusted: {answer}")),
+                "{out}"
+            );
+            let out = ws
+                .terraform(&["apply", "-auto-approve"])
+                .expect_failure(&format!("apply with {name} reinstalled"));
+            assert!(said(&out), "{out}");
+            let sent: Vec<TalosCall> = calls_since(&sim, since, "ApplyConfiguration")
+                .into_iter()
+                .filter(|c| c.node == name)
+                .collect();
+            assert!(sent.is_empty(), "{name} was sent a config: {sent:#?}");
+
+            // The way out: delete it, and apply makes it anew.
+            delete_server(&sim, name);
+            ws.terraform(&["apply", "-auto-approve"])
+                .expect_success(&format!("apply after deleting {name}"));
+            let (code, out) = plan(&ws);
+            assert_eq!(code, 0, "{out}");
+        }
+        assert_one_etcd_of_three(&sim, "the replacements");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_state_is_refused_at_plan_then_imported_without_replacing_anything() {
+    let (sim, ws) = cluster(false).await;
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let servers = server_ids(&sim);
+        let secrets = state_attribute(&ws, "hct_cluster_secrets.this", "machine_secrets");
+        let image = state_attribute(&ws, "hct_talos_image.this", "id");
+        std::fs::remove_file(ws.path().join("terraform.tfstate")).unwrap();
+
+        let (code, out) = plan(&ws);
+        assert_eq!(code, 1, "{out}");
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("Servers of this cluster that state does not know")
+                && (1..=3).all(|n| words.contains(&format!("noreturn-cp-{n}")))
+                && words.contains("terraform import hct_cluster.<name> noreturn"),
+            "{out}"
+        );
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_failure("apply without state");
+        assert_eq!(server_ids(&sim), servers, "nothing deleted or created");
+
+        // Import: the secrets as the variable, then each resource.
+        ws.write(
+            "secrets.auto.tfvars",
+            &format!("machine_secrets = <<EOT\n{secrets}EOT\n"),
+        );
+        ws.terraform(&["import", "hct_talos_image.this", &image])
+            .expect_success("import the image");
+        ws.terraform(&["import", "hct_cluster.this", "noreturn"])
+            .expect_success("import the cluster");
+        for pool in ["platform", "general"] {
+            let address = format!("hct_worker_pool.this[\"{pool}\"]");
+            ws.terraform(&["import", &address, &format!("noreturn/{pool}")])
+                .expect_success(&format!("import {pool}"));
+        }
+        // The plan after the import adds hct_cluster_secrets (it has no
+        // remote object: made from the same secrets, it changes nothing)
+        // and re-applies the configs (an import cannot read them back
+        // without the secrets); it replaces and destroys nothing.
+        let (_, out) = support::plan_exit_code(&ws, &["-no-color"]);
+        assert!(
+            out.stdout.contains("0 to destroy") && !out.stdout.contains("replace"),
+            "nothing is replaced after the import\n{out}"
+        );
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply after the import");
+        assert_eq!(server_ids(&sim), servers, "the same servers");
+        let (code, out) = plan(&ws);
+        assert_eq!(code, 0, "{out}");
+        assert_one_etcd_of_three(&sim, "the import");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_workspace_with_the_same_cluster_name_is_refused_at_plan() {
+    let (sim, ws) = cluster(false).await;
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let servers = server_ids(&sim);
+        let other = workspace(&sim);
+        other.write("pools.auto.tfvars", &pools(1));
+        let (code, out) = plan(&other);
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.stderr
+                .contains("Servers of this cluster that state does not know")
+                && out.stderr.contains("noreturn-cp-1"),
+            "{out}"
+        );
+        other
+            .terraform(&["apply", "-auto-approve"])
+            .expect_failure("the second workspace's apply");
+        assert_eq!(server_ids(&sim), servers, "nothing deleted or created");
+        let (code, out) = plan(&ws);
+        assert_eq!(code, 0, "the first workspace is untouched\n{out}");
+    });
+}
