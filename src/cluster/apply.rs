@@ -89,7 +89,7 @@ pub struct Outcome {
 /// Makes the group's servers match `slots` and brings the nodes up: the
 /// control plane bootstrapped (once in its life) and healthy, or workers
 /// running kubelet. `Err` means nothing was touched (the prior state
-/// stays): preflight's findings.
+/// stays): preflight's findings, or every control plane gone with etcd.
 pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     let clients = run.clients;
     let new_servers = run
@@ -104,6 +104,14 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         if found.has_errors() {
             return Err(found);
         }
+    }
+    // Every control plane gone after a bootstrap: etcd went with them.
+    if run.spec.role == Role::ControlPlane
+        && run.etcd == EtcdRecord::Bootstrapped
+        && run.prior_nodes.is_empty()
+    {
+        let nodes = run.slots.iter().map(|s| s.name.clone()).collect();
+        return Err(ClusterError::EtcdLost { nodes }.to_diagnostic().into());
     }
     let recorder = Recorder::new(&run.settings.cluster_name, &run.spec.group, run.prior_nodes);
     let deadline = run.deadline;

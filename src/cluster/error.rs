@@ -56,11 +56,11 @@ pub enum ClusterError {
     /// The Kubernetes API refused what hct applied.
     #[error("{node}: {reason}")]
     Kubernetes { node: String, reason: String },
-    /// State records a bootstrap, but every control plane is new and none
-    /// has etcd: the cluster's data is gone.
+    /// State records a bootstrap, but every control plane is gone or new
+    /// and none has etcd: the cluster's data is gone.
     #[error(
-        "etcd is lost: every control plane ({}) is new and none has etcd data, yet the cluster \
-         was bootstrapped before",
+        "etcd is lost: no control plane ({}) has etcd data (all are gone or new), yet the \
+         cluster was bootstrapped before",
         .nodes.join(", ")
     )]
     EtcdLost { nodes: Vec<String> },
@@ -225,11 +225,11 @@ impl ClusterError {
                 format!(
                     "{self}.\n\nhct bootstraps etcd once in a cluster's life and never starts a \
                      new, empty etcd under the same secrets: that would look like the old \
-                     cluster with all its objects gone. The nodes run and wait, in state. To \
-                     recover, restore etcd from a snapshot on one control plane (`talosctl -n \
+                     cluster with all its objects gone. To recover, restore etcd from a snapshot on one control plane (`talosctl -n \
                      <node> bootstrap --recover-from=<db.snapshot>`, docs/guides/recovery.md); \
                      the others join it, and the next apply finds etcd running. To start over \
-                     with an empty cluster instead, destroy it and apply again."
+                     with an empty cluster instead: `terraform apply -replace=hct_cluster.<name>` \
+                     (or destroy it and apply again)."
                 ),
             ),
             ClusterError::ControlPlaneFailed { detail } => {

@@ -14,7 +14,9 @@
 //! - the state deleted: plan and apply refuse, naming the servers, and
 //!   delete nothing; imported with its secrets, nothing is replaced or
 //!   destroyed, the apply keeps every server and the plan after is empty;
-//! - a second workspace with the same cluster name: refused at plan.
+//! - a second workspace with the same cluster name: refused at plan;
+//! - every control plane deleted: the apply stops (etcd is lost) before it
+//!   makes a server, and sends no Bootstrap; `-replace` starts over.
 
 use crate::peers;
 use crate::support;
@@ -336,5 +338,43 @@ async fn a_second_workspace_with_the_same_cluster_name_is_refused_at_plan() {
         assert_eq!(server_ids(&sim), servers, "nothing deleted or created");
         let (code, out) = plan(&ws);
         assert_eq!(code, 0, "the first workspace is untouched\n{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_control_plane_gone_stops_the_apply_instead_of_an_empty_etcd() {
+    let (sim, ws) = cluster(false).await;
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        for n in 1..=3 {
+            delete_server(&sim, &format!("noreturn-cp-{n}"));
+        }
+        let since = calls(&sim).len();
+        let out = ws
+            .terraform(&["apply", "-auto-approve"])
+            .expect_failure("apply with every control plane gone");
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("The cluster's etcd is lost")
+                && words.contains("--recover-from")
+                && words.contains("-replace=hct_cluster"),
+            "{out}"
+        );
+        let servers = server_ids(&sim);
+        assert!(
+            !servers.keys().any(|name| name.contains("-cp-")),
+            "no control plane is made for an empty etcd: {servers:?}"
+        );
+        assert!(calls_since(&sim, since, "Bootstrap").is_empty());
+
+        // Starting over is a deliberate replacement.
+        ws.terraform(&["apply", "-auto-approve", "-replace=hct_cluster.this"])
+            .expect_success("apply -replace");
+        let bootstraps = calls_since(&sim, since, "Bootstrap");
+        assert_eq!(bootstraps.len(), 1, "{bootstraps:#?}");
+        assert_one_etcd_of_three(&sim, "starting over");
+        let (code, out) = plan(&ws);
+        assert_eq!(code, 0, "{out}");
     });
 }

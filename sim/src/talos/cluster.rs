@@ -206,7 +206,9 @@ impl<'w> Clusters<'w> {
         members
     }
 
-    /// Every etcd cluster the secrets' nodes run or ran.
+    /// Every etcd cluster the secrets' nodes hold data of (as members, or
+    /// reset without leaving). One whose members' servers are all gone has
+    /// nobody left to list them: it is no more.
     pub fn rings(&self, cluster: &ClusterIdentity) -> Vec<u64> {
         let mut rings: Vec<u64> = self
             .in_cluster(cluster)
@@ -217,12 +219,6 @@ impl<'w> Clusters<'w> {
                     .filter_map(|p| p.state.departed.as_ref())
                     .filter(|d| d.cluster == *cluster)
                     .map(|d| d.member.ring),
-            )
-            .chain(
-                self.gone
-                    .iter()
-                    .filter(|g| g.cluster == cluster.id)
-                    .map(|g| g.member.ring),
             )
             .collect();
         rings.sort_unstable();

@@ -110,8 +110,8 @@ fn runs(world: &World, server: &Server, cluster: &ClusterIdentity, id: u64) -> b
 }
 
 /// Every cluster's members, by `cluster.id` (of every etcd cluster its
-/// nodes run: each member says which); a cluster whose nodes are all gone
-/// lists its gone members.
+/// nodes hold data of: each member says which); a cluster with no node
+/// left lists its gone members.
 pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
     let mut clusters: BTreeMap<String, ClusterIdentity> = BTreeMap::new();
     for server in world.servers.values() {
@@ -122,18 +122,21 @@ pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
         }
     }
     let mut out: BTreeMap<String, Vec<MemberView>> = clusters
-        .into_iter()
+        .iter()
         .map(|(id, cluster)| {
             let all: Vec<MemberView> = Clusters::of(world)
-                .rings(&cluster)
+                .rings(cluster)
                 .into_iter()
-                .flat_map(|ring| members(world, &cluster, ring))
+                .flat_map(|ring| members(world, cluster, ring))
                 .collect();
-            (id, all)
+            (id.clone(), all)
         })
         .filter(|(_, members)| !members.is_empty())
         .collect();
     for gone in &world.etcd_gone {
+        if clusters.contains_key(&gone.cluster) {
+            continue; // listed with its etcd, if that still runs anywhere
+        }
         let list = out.entry(gone.cluster.clone()).or_default();
         if !list.iter().any(|m| m.id == gone.member.id) {
             list.push(MemberView {

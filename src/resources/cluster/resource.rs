@@ -18,6 +18,7 @@ use super::schema::{self, NODES};
 use super::settings_plan;
 use super::settings_schema::SETTINGS;
 use crate::cluster::apply::Outcome;
+use crate::cluster::bootstrap::EtcdRecord;
 use crate::cluster::preflight::{self, Target};
 use crate::cluster::settings::{ClusterSettings, ConfigDelivery};
 use crate::cluster::{naming, slots};
@@ -301,10 +302,19 @@ impl GroupKind for Cluster {
         })
     }
 
-    fn drifted(mut state: Value, refreshed: &Refreshed) -> Option<Value> {
+    fn drifted(mut state: Value, refreshed: &Refreshed, etcd: EtcdRecord) -> Option<Value> {
         let load_balancer_left =
             load_balancer::refreshed(&mut state, refreshed.api_load_balancer.as_ref());
-        if refreshed.servers.is_empty() {
+        if refreshed.servers.is_empty() && etcd == EtcdRecord::Bootstrapped {
+            // Every control plane is gone, and etcd with them: kept in
+            // state (with its record of the bootstrap), so the apply stops
+            // instead of bootstrapping an empty cluster under the old name.
+            info!(
+                cluster = model::text(&state, "name"),
+                "no control-plane server exists any more, and etcd was bootstrapped"
+            );
+            set(&mut state, kubernetes::SYNCED, Value::from(false));
+        } else if refreshed.servers.is_empty() {
             if !load_balancer_left {
                 info!(
                     cluster = model::text(&state, "name"),

@@ -11,6 +11,7 @@ use super::private::{etcd_record, with_etcd_record};
 use super::read::{Recorded, Refreshed, refresh};
 use super::state::{nodes_from, nodes_value};
 use crate::cluster::apply::{self, Outcome, Run};
+use crate::cluster::bootstrap::EtcdRecord;
 use crate::cluster::preflight::Paths;
 use crate::cluster::settings::ClusterSettings;
 use crate::cluster::wait::Deadline;
@@ -76,8 +77,9 @@ pub trait GroupKind: Send + Sync + 'static {
     async fn destroy(ctx: &Context, prior: Value) -> Applied;
     /// The group as state records it, for a refresh.
     fn state_group(state: &Value) -> Option<StateGroup>;
-    /// Writes drift into state; `None` when the object is gone.
-    fn drifted(state: Value, refreshed: &Refreshed) -> Option<Value>;
+    /// Writes drift into state; `None` when the object is gone. `etcd` is
+    /// what state records of the cluster's etcd.
+    fn drifted(state: Value, refreshed: &Refreshed, etcd: EtcdRecord) -> Option<Value>;
     async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics>;
 }
 
@@ -201,7 +203,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         &self,
         ctx: &Context,
         state: Value,
-        _private: Vec<u8>,
+        private: Vec<u8>,
     ) -> (Option<Value>, Diagnostics) {
         let Some(group) = K::state_group(&state) else {
             return (Some(state), Diagnostics::new());
@@ -215,6 +217,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             server_labels: &group.server_labels,
             server_type: group.server_type.as_deref(),
         };
+        let etcd = etcd_record(&private, &recorded.nodes);
         let refreshed = match refresh(ctx, recorded, group.settings).await {
             Ok(r) => r,
             Err(d) => return (Some(state), d.into()),
@@ -222,7 +225,10 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         let mut state = state;
         set(&mut state, K::NODES, nodes_value(&refreshed.nodes));
         let warning = refreshed.warning.clone();
-        (K::drifted(state, &refreshed), warning.into_iter().collect())
+        (
+            K::drifted(state, &refreshed, etcd),
+            warning.into_iter().collect(),
+        )
     }
 
     async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {

@@ -10,6 +10,7 @@ use tracing::info;
 use super::model::{self, CONFIG_INPUTS, attr};
 use super::schema;
 use crate::cluster::apply::{self, Outcome};
+use crate::cluster::bootstrap::EtcdRecord;
 use crate::cluster::preflight::{self, Target};
 use crate::cluster::wait::Deadline;
 use crate::cluster::{naming, slots};
@@ -168,7 +169,7 @@ impl GroupKind for WorkerPool {
         })
     }
 
-    fn drifted(mut state: Value, refreshed: &Refreshed) -> Option<Value> {
+    fn drifted(mut state: Value, refreshed: &Refreshed, _etcd: EtcdRecord) -> Option<Value> {
         if let Some(labels) = &refreshed.drifted_labels {
             set(&mut state, "server_labels", map_value(labels));
         }
