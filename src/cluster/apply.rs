@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 
 use super::ClusterError;
-use super::bootstrap::EtcdRecord;
+use super::bootstrap::{self, EtcdRecord};
 use super::bring_up;
 use super::endpoint::{self, Endpoint};
 use super::group::{Group, GroupSpec};
@@ -89,7 +89,7 @@ pub struct Outcome {
 /// Makes the group's servers match `slots` and brings the nodes up: the
 /// control plane bootstrapped (once in its life) and healthy, or workers
 /// running kubelet. `Err` means nothing was touched (the prior state
-/// stays): preflight's findings, or every control plane gone with etcd.
+/// stays): preflight's findings.
 pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     let clients = run.clients;
     let new_servers = run
@@ -104,14 +104,6 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         if found.has_errors() {
             return Err(found);
         }
-    }
-    // Every control plane gone after a bootstrap: etcd went with them.
-    if run.spec.role == Role::ControlPlane
-        && run.etcd == EtcdRecord::Bootstrapped
-        && run.prior_nodes.is_empty()
-    {
-        let nodes = run.slots.iter().map(|s| s.name.clone()).collect();
-        return Err(ClusterError::EtcdLost { nodes }.to_diagnostic().into());
     }
     let recorder = Recorder::new(&run.settings.cluster_name, &run.spec.group, run.prior_nodes);
     let deadline = run.deadline;
@@ -134,11 +126,19 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
             .ensure()
             .await?;
         }
-        let created = group.converge(run.slots).await?;
+        // Before the group changes: whether etcd's data may be on a disk
+        // that was there before (so a missing etcd is not a lost one).
+        let may_survive = match (run.spec.role, etcd) {
+            (Role::ControlPlane, EtcdRecord::Bootstrapped) => {
+                bootstrap::may_survive(&group).await?
+            }
+            _ => true,
+        };
+        group.converge(run.slots).await?;
         let nodes = recorder.nodes();
         match run.spec.role {
             Role::ControlPlane => {
-                bring_up::control_plane(&group, &nodes, &created, &mut etcd).await?
+                bring_up::control_plane(&group, &nodes, may_survive, &mut etcd).await?
             }
             Role::Worker => bring_up::workers(&group, &nodes).await?,
         }

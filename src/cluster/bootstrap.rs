@@ -9,8 +9,9 @@
 //! and sends it only when no control plane has an etcd and state does not
 //! record that one was bootstrapped. A control plane that comes back
 //! without data joins the running etcd like any other. When state records
-//! a bootstrap but every control plane is new and none has etcd, the
-//! cluster's etcd is gone: the apply stops and says so, instead of starting
+//! a bootstrap but no control plane of before this run is left and none
+//! has etcd, the cluster's etcd is gone: the apply stops and says so (the
+//! new control planes wait, in state, for a restore), instead of starting
 //! an empty cluster under the old name.
 
 use futures_util::future::join_all;
@@ -18,6 +19,7 @@ use tracing::info;
 
 use super::ClusterError;
 use super::group::Group;
+use super::naming;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
@@ -40,29 +42,26 @@ enum Seen {
 }
 
 /// Bootstraps etcd on the first of `nodes` if, and only if, the cluster
-/// has never been bootstrapped; `created` are the nodes whose servers this
-/// run made. Returns what state records from now on.
+/// has never been bootstrapped. `may_survive`: some control plane of the
+/// cluster existed before this run ([`may_survive`]), so etcd's data may
+/// still be on a disk. Returns what state records from now on.
 pub(super) async fn once(
     group: &Group<'_>,
     nodes: &[NodeRecord],
-    created: &[String],
+    may_survive: bool,
     record: EtcdRecord,
 ) -> Result<EtcdRecord, ClusterError> {
     let Some(first) = nodes.first() else {
         return Ok(record);
     };
-    match (seen(group, nodes).await, record) {
+    match (seen(group, nodes).await?, record) {
         (Seen::Members { node }, _) => {
             info!(%node, "etcd runs; no bootstrap");
             Ok(EtcdRecord::Bootstrapped)
         }
-        (Seen::Nothing, EtcdRecord::Bootstrapped)
-            if nodes.iter().all(|n| created.contains(&n.name)) =>
-        {
-            Err(ClusterError::EtcdLost {
-                nodes: nodes.iter().map(|n| n.name.clone()).collect(),
-            })
-        }
+        (Seen::Nothing, EtcdRecord::Bootstrapped) if !may_survive => Err(ClusterError::EtcdLost {
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+        }),
         (Seen::Nothing, EtcdRecord::Bootstrapped) => {
             // Nodes that kept their data bring etcd back as they start.
             info!("etcd was bootstrapped before; waiting for it, no bootstrap");
@@ -75,20 +74,59 @@ pub(super) async fn once(
     }
 }
 
-/// Asks every control plane (which answers with the cluster's CA by now)
-/// for etcd's members, once each.
-async fn seen(group: &Group<'_>, nodes: &[NodeRecord]) -> Seen {
-    let asked = join_all(nodes.iter().map(|node| async move {
-        let address = group.address(node.ip);
-        let mut client = TalosClient::connect(&address, group.trust).await.ok()?;
-        let members = client.etcd_members().await.ok()?;
-        (!members.is_empty()).then(|| node.name.clone())
+/// Whether etcd's data may have outlived this run's start: a control plane
+/// state records still has its server, or a server of this cluster's
+/// secrets exists that state does not know (a killed run's). Asked before
+/// the group converges.
+pub(super) async fn may_survive(group: &Group<'_>) -> Result<bool, ClusterError> {
+    let existing = group.existing().await?;
+    let recorded = group.recorder.nodes();
+    let fingerprint = group.settings.secrets_fingerprint();
+    Ok(existing.values().any(|server| {
+        recorded.iter().any(|n| n.server_id == server.id)
+            || server.labels.get(naming::SECRETS) == Some(&fingerprint)
     }))
-    .await;
-    match asked.into_iter().flatten().next() {
-        Some(node) => Seen::Members { node },
-        None => Seen::Nothing,
-    }
+}
+
+/// Asks every control plane (which answers with the cluster's CA by now)
+/// for etcd's members, until each has answered: with members, or that its
+/// etcd does not run. A node that cannot be asked is asked again: no
+/// decision is made on a missing answer.
+async fn seen(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<Seen, ClusterError> {
+    let first = &nodes[0];
+    wait::until(
+        group.deadline,
+        &first.name,
+        "asking the control planes for etcd",
+        || async {
+            let asked = join_all(nodes.iter().map(|node| async move {
+                let address = group.address(node.ip);
+                let mut client = TalosClient::connect(&address, group.trust)
+                    .await
+                    .map_err(|e| (node.name.clone(), e.to_string()))?;
+                // An answer of the node's own: its etcd runs, or does not.
+                Ok::<_, (String, String)>(match client.etcd_members().await {
+                    Ok(members) if !members.is_empty() => Some(node.name.clone()),
+                    _ => None,
+                })
+            }))
+            .await;
+            let mut unanswered = Vec::new();
+            for answer in asked {
+                match answer {
+                    Ok(Some(node)) => return Ok(Seen::Members { node }),
+                    Ok(None) => {}
+                    Err((node, why)) => unanswered.push(format!("{node}: {why}")),
+                }
+            }
+            if unanswered.is_empty() {
+                Ok(Seen::Nothing)
+            } else {
+                Err(Retry::Again(unanswered.join("; ")))
+            }
+        },
+    )
+    .await
 }
 
 /// Sends the Bootstrap; already bootstrapped (the node's own data is not

@@ -20,13 +20,13 @@ use crate::talos::api::TalosClient;
 use crate::talos::client_config::ApiCredentials;
 
 /// Waits until the control plane is up, bootstrapping etcd if the cluster
-/// never was (`bootstrap::once`); `created` are the nodes this run made.
-/// `record` is what state knows of etcd, updated as soon as that changes
-/// (so a failure later still saves it).
+/// never was (`bootstrap::once`; `may_survive`: a control plane of before
+/// this run is left). `record` is what state knows of etcd, updated as soon
+/// as that changes (so a failure later still saves it).
 pub async fn control_plane(
     group: &Group<'_>,
     nodes: &[NodeRecord],
-    created: &[String],
+    may_survive: bool,
     record: &mut EtcdRecord,
 ) -> Result<(), ClusterError> {
     if nodes.is_empty() {
@@ -35,7 +35,7 @@ pub async fn control_plane(
     for result in join_all(nodes.iter().map(|n| talos_api(group, n))).await {
         result?;
     }
-    *record = bootstrap::once(group, nodes, created, *record).await?;
+    *record = bootstrap::once(group, nodes, may_survive, *record).await?;
     etcd_members(group, nodes).await?;
     for result in join_all(
         nodes

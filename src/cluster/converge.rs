@@ -1,6 +1,6 @@
 //! Making a group's servers match the plan: create what is missing
-//! (adopting servers of ours that exist but are not in state), replace
-//! servers a killed run left with other secrets, scale down, restore
+//! (adopting servers of ours that exist but are not in state, after
+//! `leftovers` has judged the others), scale down, restore
 //! labels, resize, and re-apply changed machine configs a budget of nodes at
 //! a time (`budget`; upgrading Talos first when the release changed, a pool
 //! only once its control plane runs that release; a new Kubernetes release
@@ -168,13 +168,8 @@ impl Group<'_> {
             Some(self.trust),
         )
         .await;
-        let refused = leftovers::refused(&strangers);
-        if !refused.is_empty() {
-            return Err(ClusterError::Strangers {
-                cluster: self.cluster().to_string(),
-                group: Some(self.group().to_string()),
-                servers: refused,
-            });
+        if let Some(refusal) = leftovers::refusal(self.cluster(), Some(self.group()), &strangers) {
+            return Err(refusal);
         }
         for stranger in strangers.iter().filter(|s| s.found == Found::Empty) {
             if let Some(server) = existing.remove(&stranger.name) {

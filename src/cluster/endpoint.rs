@@ -302,7 +302,10 @@ impl Endpoint<'_> {
                 // Refused as done already (`target_already_defined`,
                 // `source_port_already_used`, …: the answer to an earlier
                 // attempt was lost): done if a fresh look agrees.
-                Err(e) if e.code().is_some() && self.closed(lb.id, &gap, ip).await => {
+                Err(e)
+                    if e.code().is_some_and(|c| c.contains("already"))
+                        && self.closed(lb.id, &gap, ip).await =>
+                {
                     info!(load_balancer = %name, step = %doing, "done already");
                     continue;
                 }

@@ -59,8 +59,8 @@ pub enum ClusterError {
     /// State records a bootstrap, but every control plane is gone or new
     /// and none has etcd: the cluster's data is gone.
     #[error(
-        "etcd is lost: no control plane ({}) has etcd data (all are gone or new), yet the \
-         cluster was bootstrapped before",
+        "etcd is lost: no control plane ({}) has etcd data, none is left from before this \
+         apply, yet the cluster was bootstrapped before",
         .nodes.join(", ")
     )]
     EtcdLost { nodes: Vec<String> },
@@ -225,8 +225,10 @@ impl ClusterError {
                 format!(
                     "{self}.\n\nhct bootstraps etcd once in a cluster's life and never starts a \
                      new, empty etcd under the same secrets: that would look like the old \
-                     cluster with all its objects gone. To recover, restore etcd from a snapshot on one control plane (`talosctl -n \
-                     <node> bootstrap --recover-from=<db.snapshot>`, docs/guides/recovery.md); \
+                     cluster with all its objects gone. The control planes run and wait, in \
+                     state. To recover, restore etcd from a snapshot on one of them \
+                     (`talosctl -n <node> bootstrap --recover-from=<db.snapshot>`, \
+                     docs/guides/recovery.md); \
                      the others join it, and the next apply finds etcd running. To start over \
                      with an empty cluster instead: `terraform apply -replace=hct_cluster.<name>` \
                      (or destroy it and apply again)."

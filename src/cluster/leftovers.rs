@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 
 use futures_util::future::join_all;
 
+use super::ClusterError;
 use super::naming;
 use super::record::NodeRecord;
 use crate::hcloud::models::Server;
@@ -94,13 +95,19 @@ async fn look(
     }
 }
 
-/// The strangers hct must not touch: each one's name, and why.
-pub fn refused(strangers: &[Stranger]) -> Vec<(String, String)> {
-    strangers
+/// The refusal of `strangers` of `cluster` (of its `group`, or of any):
+/// None when none may be live.
+pub fn refusal(cluster: &str, group: Option<&str>, strangers: &[Stranger]) -> Option<ClusterError> {
+    let servers: Vec<(String, String)> = strangers
         .iter()
         .filter_map(|s| match &s.found {
             Found::MaybeLive(why) => Some((s.name.clone(), why.clone())),
             _ => None,
         })
-        .collect()
+        .collect();
+    (!servers.is_empty()).then(|| ClusterError::Strangers {
+        cluster: cluster.to_string(),
+        group: group.map(str::to_string),
+        servers,
+    })
 }

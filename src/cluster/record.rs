@@ -14,8 +14,10 @@ pub struct NodeRecord {
     pub name: String,
     pub server_id: i64,
     pub ip: Ipv4Addr,
-    /// SHA-256 of the machine config the node was given; None when unknown
-    /// (an adopted server), which makes the next apply re-apply it. A node
+    /// SHA-256 of the machine config the node was given; None when state
+    /// never saw the node configured (a server hct made, adopted after a
+    /// killed run), [`IMPORTED`] for an imported one; either makes the next
+    /// apply re-apply it. A node
     /// configured once that a refresh found answering otherwise records
     /// how instead ([`NodeRecord::untrusted`]): never None again, so hct never
     /// treats it as new and sends it a config without the cluster's CA.
@@ -28,6 +30,9 @@ pub const FOREIGN_CA: &str = "answers with another cluster's CA";
 /// What `config_sha256` records of such a node, before the answer: shown
 /// as such in a plan, never a fingerprint.
 const UNTRUSTED: &str = "untrusted: ";
+/// What `config_sha256` records of an imported node until a refresh reads
+/// its config: configured before, config unknown (re-applied, over mTLS).
+pub const IMPORTED: &str = "unknown: imported";
 
 impl NodeRecord {
     /// Records that the node answered `answer` ([`IN_MAINTENANCE`],

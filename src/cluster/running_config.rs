@@ -42,7 +42,7 @@ enum Running {
 /// Replaces the recorded `config_sha256` of every configured node by the
 /// fingerprint of the config the node runs; a node in maintenance mode or
 /// answering with another CA records that (`NodeRecord::set_untrusted`),
-/// which the plan refuses. Nodes that cannot be
+/// which the plan shows and the apply refuses. Nodes that cannot be
 /// asked keep theirs; they are returned as "name (reason)" so the caller
 /// can say that they were not checked.
 pub async fn refresh(

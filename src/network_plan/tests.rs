@@ -309,6 +309,10 @@ fn helm_values() {
                 "toEntities": ["host", "remote-node"],
                 "toPorts": [{"ports": [{"port": "50000", "protocol": "TCP"}]}],
             },
+            {
+                "toCIDR": ["10.0.128.0/24"],
+                "toPorts": [{"ports": [{"port": "50000", "protocol": "TCP"}]}],
+            },
         ])
     );
     assert_eq!(

@@ -75,6 +75,9 @@ impl NetworkPlan {
     /// not endpoints and keep it. Deny rules only, with default deny off, so
     /// the policy allows everything else as before.
     pub fn cilium_metadata_policy(&self) -> Value {
+        let talos_api = json!([{
+            "ports": [{ "port": TALOS_API_PORT.to_string(), "protocol": "TCP" }],
+        }]);
         json!({
             "apiVersion": "cilium.io/v2",
             "kind": "CiliumClusterwideNetworkPolicy",
@@ -87,12 +90,11 @@ impl NetworkPlan {
                 "enableDefaultDeny": { "egress": false, "ingress": false },
                 "egressDeny": [
                     { "toCIDR": [format!("{HETZNER_METADATA}/32")] },
-                    {
-                        "toEntities": ["host", "remote-node"],
-                        "toPorts": [{
-                            "ports": [{ "port": TALOS_API_PORT.to_string(), "protocol": "TCP" }],
-                        }],
-                    },
+                    // Nodes running Cilium are entities, not CIDRs; a node
+                    // without it yet (a new one, in maintenance mode) is
+                    // `world`, matched by its range.
+                    { "toEntities": ["host", "remote-node"], "toPorts": talos_api.clone() },
+                    { "toCIDR": [self.node_subnet().to_string()], "toPorts": talos_api },
                 ],
             },
         })

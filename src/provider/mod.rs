@@ -137,6 +137,7 @@ pub struct Applied {
     /// The state to record. On failure, whatever exists so far (partial
     /// state), so nothing created is ever lost.
     pub new_state: Value,
+    /// The private state to record; empty keeps the one planned.
     pub private: Vec<u8>,
     pub diagnostics: Diagnostics,
 }
@@ -150,12 +151,13 @@ pub trait Resource: Send + Sync {
     async fn plan(&self, ctx: &Context, request: PlanRequest) -> Plan;
     async fn apply(&self, ctx: &Context, request: ApplyRequest) -> Applied;
     /// Refreshes state; `None` means the object is gone (Terraform then plans
-    /// to create it again).
+    /// to create it again). `private` is the resource's private state, which
+    /// it may update.
     async fn read(
         &self,
         ctx: &Context,
         state: Value,
-        private: Vec<u8>,
+        private: &mut Vec<u8>,
     ) -> (Option<Value>, Diagnostics);
     /// State for `terraform import` of `id`.
     async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics>;

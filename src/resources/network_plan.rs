@@ -145,8 +145,8 @@ impl DataSource for NetworkPlanDataSource {
              (Cilium 1.15 or newer). Host-network pods are not Cilium endpoints and keep both \
              (the Hetzner CCM and CSI need the metadata service). Needed where configs are \
              delivered as user data (`config_delivery = \"user_data\"`), and against pods \
-             reaching a node in maintenance mode; drop its second rule if pods are to use Talos' \
-             own API access (`kubernetesTalosAPIAccess`).",
+             reaching a node in maintenance mode; drop its port-50000 rules if pods are to use \
+             Talos' own API access (`kubernetesTalosAPIAccess`).",
         ))
         .attribute(Attribute::computed("hccm_values", Type::String).description(
             "Helm values (JSON) for the Hetzner cloud controller manager with networking \

@@ -101,6 +101,11 @@ fn example_applies_with_exactly_the_expected_outputs() {
         json!([{"port": "50000", "protocol": "TCP"}]),
         "pods are kept off the nodes' Talos API"
     );
+    assert_eq!(
+        policy["spec"]["egressDeny"][2]["toCIDR"],
+        json!(["10.0.128.0/24"]),
+        "also off nodes that run no Cilium yet"
+    );
 
     // A second plan is empty, and the pod-CIDR check stops a plan that asks too much.
     let plan = ws.terraform(&["plan", "-detailed-exitcode"]);

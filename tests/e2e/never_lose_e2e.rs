@@ -13,10 +13,14 @@
 //!   the way out;
 //! - the state deleted: plan and apply refuse, naming the servers, and
 //!   delete nothing; imported with its secrets, nothing is replaced or
-//!   destroyed, the apply keeps every server and the plan after is empty;
+//!   destroyed; an imported node reinstalled is refused (no config without
+//!   the CA), the apply keeps every other server and the plan after is
+//!   empty;
+//! - every control plane powered off, then a change: the apply powers them
+//!   on and etcd comes back, with no Bootstrap;
 //! - a second workspace with the same cluster name: refused at plan;
-//! - every control plane deleted: the apply stops (etcd is lost) before it
-//!   makes a server, and sends no Bootstrap; `-replace` starts over.
+//! - every control plane deleted: the apply makes them anew but stops
+//!   (etcd is lost) and sends no Bootstrap; `-replace` starts over.
 
 use crate::peers;
 use crate::support;
@@ -25,7 +29,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hct_sim::SimHandle;
-use hct_sim::talos::call_log::TalosCall;
+use hct_sim::talos::call_log::{CallerKind, TalosCall};
 use peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
 use support::Workspace;
 use support::reference::{pools, state_attribute, workspace};
@@ -306,9 +310,36 @@ async fn lost_state_is_refused_at_plan_then_imported_without_replacing_anything(
             out.stdout.contains("0 to destroy") && !out.stdout.contains("replace"),
             "nothing is replaced after the import\n{out}"
         );
+        // An imported node is one configured before: reinstalled, it is
+        // never sent its config without the cluster's CA.
+        let since = calls(&sim).len();
+        reinstall(&sim, "noreturn-general-1", "maintenance");
+        let out = ws
+            .terraform(&["apply", "-auto-approve"])
+            .expect_failure("apply with an imported node reinstalled");
+        assert!(
+            out.stderr
+                .contains("noreturn-general-1 does not answer with this cluster's CA"),
+            "{out}"
+        );
+        let anonymous: Vec<TalosCall> = calls_since(&sim, since, "ApplyConfiguration")
+            .into_iter()
+            .filter(|c| c.caller == CallerKind::Anonymous)
+            .collect();
+        assert!(anonymous.is_empty(), "{anonymous:#?}");
+        delete_server(&sim, "noreturn-general-1");
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply after the import");
-        assert_eq!(server_ids(&sim), servers, "the same servers");
+        let mut servers = servers;
+        servers.insert(
+            "noreturn-general-1".into(),
+            server_ids(&sim)["noreturn-general-1"],
+        );
+        assert_eq!(
+            server_ids(&sim),
+            servers,
+            "the same servers but the one deleted"
+        );
         let (code, out) = plan(&ws);
         assert_eq!(code, 0, "{out}");
         assert_one_etcd_of_three(&sim, "the import");
@@ -361,12 +392,23 @@ async fn every_control_plane_gone_stops_the_apply_instead_of_an_empty_etcd() {
                 && words.contains("-replace=hct_cluster"),
             "{out}"
         );
+        // The new control planes wait, in state, for a restore.
         let servers = server_ids(&sim);
         assert!(
-            !servers.keys().any(|name| name.contains("-cp-")),
-            "no control plane is made for an empty etcd: {servers:?}"
+            (1..=3).all(|n| servers.contains_key(&format!("noreturn-cp-{n}"))),
+            "{servers:?}"
         );
         assert!(calls_since(&sim, since, "Bootstrap").is_empty());
+        assert!(
+            etcd_clusters(&sim).is_empty(),
+            "no etcd: {:?}",
+            etcd_clusters(&sim)
+        );
+        let (code, out) = plan(&ws);
+        assert_eq!(
+            code, 2,
+            "the next plan still shows the cluster unfinished\n{out}"
+        );
 
         // Starting over is a deliberate replacement.
         ws.terraform(&["apply", "-auto-approve", "-replace=hct_cluster.this"])
@@ -376,5 +418,38 @@ async fn every_control_plane_gone_stops_the_apply_instead_of_an_empty_etcd() {
         assert_one_etcd_of_three(&sim, "starting over");
         let (code, out) = plan(&ws);
         assert_eq!(code, 0, "{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_planes_powered_off_come_back_with_their_etcd_and_no_bootstrap() {
+    let (sim, ws) = cluster(false).await;
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let servers = server_ids(&sim);
+        let client = support::sim::client(&sim);
+        tokio::runtime::Handle::current().block_on(async {
+            for n in 1..=3 {
+                let id = servers[&format!("noreturn-cp-{n}")];
+                let action = client.power_off(id).await.unwrap();
+                client
+                    .wait_for_actions(vec![action], "power off", Duration::from_secs(30))
+                    .await
+                    .unwrap();
+            }
+        });
+        // A change for the control planes, so the apply has work on them
+        // (hct does not take a powered-off server for drift).
+        ws.write(
+            "cni.auto.tfvars.json",
+            &serde_json::json!({ "cni_manifest": support::reference::CNI_MANIFEST }).to_string(),
+        );
+        let since = calls(&sim).len();
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply with every control plane off");
+        assert_eq!(server_ids(&sim), servers, "the same servers");
+        assert!(calls_since(&sim, since, "Bootstrap").is_empty());
+        assert_one_etcd_of_three(&sim, "powering on");
     });
 }

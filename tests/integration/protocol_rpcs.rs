@@ -97,7 +97,7 @@ impl Resource for Widget {
         &self,
         _ctx: &Context,
         state: Value,
-        _private: Vec<u8>,
+        _private: &mut Vec<u8>,
     ) -> (Option<Value>, Diagnostics) {
         if state.get("name").as_str() == Some("gone") {
             (None, Diagnostics::new())

@@ -116,12 +116,15 @@ pub(super) async fn read_resource(
     let ty = resource.schema().value_type();
     let state = or_answer!(decode(request.current_state.as_ref(), &ty), answer);
     let ctx = provider.context();
-    let private = request.private.clone();
+    let mut private = request.private.clone();
     let (new_state, mut diagnostics) =
-        until_stopped(&ctx, resource.read(&ctx, state, request.private), |d| {
+        until_stopped(&ctx, resource.read(&ctx, state, &mut private), |d| {
             (None, d.into())
         })
         .await;
+    if diagnostics.has_errors() {
+        private = request.private;
+    }
     // When the read failed, keep what Terraform had; None (gone) is a null state.
     let new_state = if diagnostics.has_errors() {
         request.current_state
@@ -209,7 +212,7 @@ pub(super) async fn apply_resource_change(
         prior: prior.clone(),
         planned: or_answer!(decode(request.planned_state.as_ref(), &ty), answer),
         config: or_answer!(decode(request.config.as_ref(), &ty), answer),
-        private: request.planned_private,
+        private: request.planned_private.clone(),
     };
     let ctx = provider.context();
     // A stop keeps the prior state: the resource reports partial state itself
@@ -223,6 +226,14 @@ pub(super) async fn apply_resource_change(
         }
     })
     .await;
+    // No private state from the resource (a failure, or a stop): the
+    // planned one stays, so what it records (etcd bootstrapped) is never
+    // dropped by an error path.
+    let private = if applied.private.is_empty() {
+        request.planned_private
+    } else {
+        applied.private
+    };
     let mut diagnostics = applied.diagnostics;
     let new_state = match encode(applied.new_state, &ty) {
         Ok(encoded) => Some(encoded),
@@ -233,7 +244,7 @@ pub(super) async fn apply_resource_change(
     };
     Ok(Response::new(pb::apply_resource_change::Response {
         new_state,
-        private: applied.private,
+        private,
         diagnostics: convert::diagnostics(diagnostics),
     }))
 }

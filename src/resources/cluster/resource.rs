@@ -28,6 +28,7 @@ use crate::resources::node_group::{
     self, GroupKind, NodeGroupResource, Prepared, Refreshed, StateGroup, nodes_from, nodes_value,
 };
 use crate::resources::values::{map_value, object_mut, set, string_map};
+use crate::talos::Role;
 use crate::talos::Secrets;
 use crate::talos::client_config;
 use crate::talos::release::TalosVersion;
@@ -63,6 +64,7 @@ impl GroupKind for Cluster {
     const NODES: &'static str = NODES;
     const SERVERS: &'static str = "the control-plane servers";
     const PLACEMENT_GROUP_IDS: bool = false;
+    const ROLE: Role = Role::ControlPlane;
 
     const SCHEMA: fn() -> Schema = schema::schema;
     const VALIDATE: fn(&Value) -> Diagnostics = model::validate;

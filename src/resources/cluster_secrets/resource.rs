@@ -223,7 +223,7 @@ impl Resource for ClusterSecretsResource {
         &self,
         _ctx: &Context,
         state: Value,
-        _private: Vec<u8>,
+        _private: &mut Vec<u8>,
     ) -> (Option<Value>, Diagnostics) {
         (Some(state), Diagnostics::new())
     }

@@ -158,14 +158,8 @@ pub async fn strangers(
         trust.as_ref(),
     )
     .await;
-    let refused = leftovers::refused(&found);
-    if !refused.is_empty() {
-        let error = ClusterError::Strangers {
-            cluster: cluster.to_string(),
-            group: group.map(str::to_string),
-            servers: refused,
-        };
-        diagnostics.push(error.to_diagnostic());
+    if let Some(refusal) = leftovers::refusal(cluster, group, &found) {
+        diagnostics.push(refusal.to_diagnostic());
     }
     let empty: Vec<&str> = found
         .iter()

@@ -3,6 +3,7 @@
 //! types, and the control plane's API load balancer.
 
 use crate::cluster::endpoint;
+use crate::cluster::record::IMPORTED;
 use crate::cluster::settings::ClusterSettings;
 use crate::cluster::{NodeRecord, naming, running_config};
 use crate::hcloud::models::{Labels, Server};
@@ -184,7 +185,9 @@ pub async fn import(
                 name: s.name.clone(),
                 server_id: s.id,
                 ip: s.private_ip(network)?,
-                config_sha256: None,
+                // Configured before (by whoever ran the cluster): never a
+                // node hct may send a config without the cluster's CA.
+                config_sha256: Some(IMPORTED.into()),
             })
         })
         .collect();

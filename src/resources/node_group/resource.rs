@@ -53,6 +53,8 @@ pub trait GroupKind: Send + Sync + 'static {
     const SERVERS: &'static str;
     /// Whether the resource records its placement groups' ids.
     const PLACEMENT_GROUP_IDS: bool;
+    /// The control plane (which records etcd's bootstrap) or a pool.
+    const ROLE: Role;
 
     const SCHEMA: fn() -> Schema;
     /// Checks without API calls; unknown values pass.
@@ -192,9 +194,13 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             // Nothing was created: no state at all.
             state = Value::Null;
         }
+        let private = match K::ROLE {
+            Role::ControlPlane => with_etcd_record(&request.private, outcome.etcd),
+            Role::Worker => request.private,
+        };
         Applied {
             new_state: state,
-            private: with_etcd_record(&request.private, outcome.etcd),
+            private,
             diagnostics: outcome.diagnostics,
         }
     }
@@ -203,7 +209,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         &self,
         ctx: &Context,
         state: Value,
-        private: Vec<u8>,
+        private: &mut Vec<u8>,
     ) -> (Option<Value>, Diagnostics) {
         let Some(group) = K::state_group(&state) else {
             return (Some(state), Diagnostics::new());
@@ -217,7 +223,13 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             server_labels: &group.server_labels,
             server_type: group.server_type.as_deref(),
         };
-        let etcd = etcd_record(&private, &recorded.nodes);
+        // What state knows of etcd, inferred once (an import, a state from
+        // before hct kept it) and from then on kept, whatever the refresh
+        // finds of the servers.
+        let etcd = etcd_record(private, &recorded.nodes);
+        if K::ROLE == Role::ControlPlane {
+            *private = with_etcd_record(private, etcd);
+        }
         let refreshed = match refresh(ctx, recorded, group.settings).await {
             Ok(r) => r,
             Err(d) => return (Some(state), d.into()),

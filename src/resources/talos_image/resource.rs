@@ -57,7 +57,7 @@ impl Resource for TalosImageResource {
         &self,
         ctx: &Context,
         state: Value,
-        _private: Vec<u8>,
+        _private: &mut Vec<u8>,
     ) -> (Option<Value>, Diagnostics) {
         let attributes = Attributes::decode(&state);
         let Some(id) = attributes.image_id() else {

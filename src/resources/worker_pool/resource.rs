@@ -22,6 +22,7 @@ use crate::resources::node_group::{
 };
 use crate::resources::timeouts::{self, Operation};
 use crate::resources::values::{failed, map_value, set, string_map};
+use crate::talos::Role;
 use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
 
 pub const TYPE_NAME: &str = "hct_worker_pool";
@@ -37,6 +38,7 @@ impl GroupKind for WorkerPool {
     const NODES: &'static str = "nodes";
     const SERVERS: &'static str = "the pool's servers";
     const PLACEMENT_GROUP_IDS: bool = true;
+    const ROLE: Role = Role::Worker;
 
     const SCHEMA: fn() -> Schema = schema::schema;
     const VALIDATE: fn(&Value) -> Diagnostics = model::validate;
