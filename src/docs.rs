@@ -173,10 +173,11 @@ fn render_block(
                     )
                 }
             };
-            let flags = if attribute.sensitive {
-                ", Sensitive"
-            } else {
-                ""
+            let flags = match (attribute.sensitive, attribute.write_only) {
+                (true, true) => ", Sensitive, Write-only",
+                (true, false) => ", Sensitive",
+                (false, true) => ", Write-only",
+                (false, false) => "",
             };
             let deprecated = if attribute.deprecated {
                 ", Deprecated"

@@ -144,7 +144,7 @@ fn attribute(attribute: &Attribute) -> pb::schema::Attribute {
         sensitive: attribute.sensitive,
         description_kind: pb::StringKind::Markdown as i32,
         deprecated: attribute.deprecated,
-        write_only: false,
+        write_only: attribute.write_only,
     }
 }
 

@@ -54,6 +54,9 @@ pub struct Attribute {
     pub description: String,
     pub sensitive: bool,
     pub deprecated: bool,
+    /// Write-only (Terraform and OpenTofu ≥ 1.11): the value is in the
+    /// configuration of a plan and apply only, never in plan or state.
+    pub write_only: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -130,6 +133,7 @@ impl Attribute {
             description: String::new(),
             sensitive: false,
             deprecated: false,
+            write_only: false,
         }
     }
 
@@ -166,6 +170,11 @@ impl Attribute {
 
     pub fn deprecated(mut self) -> Self {
         self.deprecated = true;
+        self
+    }
+
+    pub fn write_only(mut self) -> Self {
+        self.write_only = true;
         self
     }
 

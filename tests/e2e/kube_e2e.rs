@@ -6,7 +6,8 @@
 //! Ready, every kubelet-serving CSR approved by hct's approver, and the
 //! `hcloud` Secret holding the token and the network id. A changed
 //! manifest is applied (server-side apply, field manager `hct`) and a
-//! removed one pruned; a new `ccm_token` updates the Secret; a plan after
+//! removed one pruned; a new `ccm_token` updates the Secret, and so does
+//! a write-only `ccm_token_wo` with a new version (never in state); a plan after
 //! each apply is empty.
 //!
 //! A `kubernetes_version` upgrade goes like `talosctl upgrade-k8s`: the
@@ -245,8 +246,26 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
         ws.write("ccm.auto.tfvars", &format!("ccm_token = \"{token}\"\n"));
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply a new ccm_token");
-        assert_eq!(hcloud_secret(&k), (token, network));
+        assert_eq!(hcloud_secret(&k), (token, network.clone()));
         plan_is_empty(&ws, "the new token");
+
+        // Write-only: the token reaches the Secret, never the state; a new
+        // one goes with a new version.
+        std::fs::remove_file(ws.path().join("ccm.auto.tfvars")).unwrap();
+        for (version, token) in [(1, "d".repeat(64)), (2, "e".repeat(64))] {
+            ws.write(
+                "ccm_wo_override.tf",
+                &format!(
+                    "resource \"hct_cluster\" \"this\" {{\n  ccm_token_wo = \"{token}\"\n  ccm_token_wo_version = {version}\n}}\n"
+                ),
+            );
+            ws.terraform(&["apply", "-auto-approve"])
+                .expect_success(&format!("apply ccm_token_wo version {version}"));
+            assert_eq!(hcloud_secret(&k), (token.clone(), network.clone()));
+            let state = std::fs::read_to_string(ws.path().join("terraform.tfstate")).unwrap();
+            assert!(!state.contains(&token), "the write-only token is in state");
+            plan_is_empty(&ws, &format!("ccm_token_wo version {version}"));
+        }
     });
     sim.shutdown().await.unwrap();
 }

@@ -90,6 +90,7 @@ fn keep_prior(prior: &Value, state: &mut Value) {
             "kubelet_serving_cert_approval",
             "hcloud_secret",
             "ccm_token",
+            super::schema::CCM_TOKEN_WO_VERSION,
         ] {
             set(state, name, prior.get(name).clone());
         }

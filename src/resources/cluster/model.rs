@@ -74,6 +74,7 @@ pub fn validate(config: &Value) -> Diagnostics {
         control_plane_attr("server_labels"),
     ));
     found.extend(validate_manifests(config.get("bootstrap_manifests")));
+    found.extend(super::addons::validate_token(config));
     found.extend(timeouts::validate(config));
     found
 }

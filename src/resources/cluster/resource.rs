@@ -65,6 +65,7 @@ impl GroupKind for Cluster {
     const SERVERS: &'static str = "the control-plane servers";
     const PLACEMENT_GROUP_IDS: bool = false;
     const ROLE: Role = Role::ControlPlane;
+    const WRITE_ONLY: &'static [&'static str] = &[schema::CCM_TOKEN_WO];
 
     const SCHEMA: fn() -> Schema = schema::schema;
     const VALIDATE: fn(&Value) -> Diagnostics = model::validate;

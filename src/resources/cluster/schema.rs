@@ -7,6 +7,9 @@ use crate::tf::{Attribute, Mode, Nesting, Schema, Type};
 
 /// The state attribute with the control plane's nodes.
 pub const NODES: &str = "control_plane_nodes";
+/// The write-only `hcloud` Secret token, and what marks a new one.
+pub const CCM_TOKEN_WO: &str = "ccm_token_wo";
+pub const CCM_TOKEN_WO_VERSION: &str = "ccm_token_wo_version";
 
 pub fn schema() -> Schema {
     let schema = Schema::new(
@@ -121,7 +124,22 @@ pub fn schema() -> Schema {
     .attribute(Attribute::optional("ccm_token", Type::String).sensitive().description(
         "The Hetzner API token for the `hcloud` Secret. Default: the provider's token. Use a \
          token of its own (read & write), so that the cluster's CCM and CSI driver do not hold \
-         the token Terraform uses; a new value updates the Secret.",
+         the token Terraform uses; a new value updates the Secret. It is kept in state: \
+         `ccm_token_wo` keeps it out.",
+    ))
+    .attribute(
+        Attribute::optional(CCM_TOKEN_WO, Type::String)
+            .sensitive()
+            .write_only()
+            .description(
+                "The same token, write-only (Terraform and OpenTofu 1.11 or newer): sent at \
+                 apply, never stored in plan or state. Instead of `ccm_token`. hct cannot see a \
+                 new value: change `ccm_token_wo_version` with it, and the apply updates the \
+                 Secret.",
+            ),
+    )
+    .attribute(Attribute::optional(CCM_TOKEN_WO_VERSION, Type::Number).description(
+        "Any number; a change makes the apply put `ccm_token_wo`'s value into the Secret.",
     ))
     .attribute(Attribute::computed("kubernetes_synced", Type::Bool).description(
         "Whether the last apply brought the cluster's Kubernetes objects (bootstrap manifests, \

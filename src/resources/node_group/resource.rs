@@ -55,6 +55,9 @@ pub trait GroupKind: Send + Sync + 'static {
     const PLACEMENT_GROUP_IDS: bool;
     /// The control plane (which records etcd's bootstrap) or a pool.
     const ROLE: Role;
+    /// Write-only attributes: null in plan and state; their configured
+    /// values are in the state an apply works on (`prepare`, `finish`).
+    const WRITE_ONLY: &'static [&'static str];
 
     const SCHEMA: fn() -> Schema;
     /// Checks without API calls; unknown values pass.
@@ -137,6 +140,9 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             ..Plan::default()
         };
         K::plan(ctx, &request.prior, &request.config, &mut plan).await;
+        for name in K::WRITE_ONLY {
+            set(&mut plan.planned, name, Value::Null);
+        }
         plan
     }
 
@@ -154,6 +160,9 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             Err(d) => return failed(request.prior, d),
         };
         let mut state = request.planned.clone();
+        for name in K::WRITE_ONLY {
+            set(&mut state, name, request.config.get(name).clone());
+        }
         let prepared = match K::prepare(&mut state) {
             Ok(p) => p,
             Err(d) => return failed(request.prior, d),
@@ -189,6 +198,9 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         set(&mut state, K::NODES, nodes_value(&outcome.nodes));
         tell_pools_if_failed(&prepared, &outcome.diagnostics);
         K::finish(ctx, &request.prior, &mut state, &prepared, &mut outcome).await;
+        for name in K::WRITE_ONLY {
+            set(&mut state, name, Value::Null);
+        }
         tell_pools_if_failed(&prepared, &outcome.diagnostics);
         if request.prior.is_null() && !outcome.left_something && outcome.diagnostics.has_errors() {
             // Nothing was created: no state at all.
