@@ -2,9 +2,8 @@
 //! the kubelet-serving CSR approver, the `hcloud` Secret and its token,
 //! decoded once.
 
-use super::model::attr;
 use super::schema::CCM_TOKEN_WO;
-use crate::tf::{Diagnostic, Value};
+use crate::tf::{AttrPath, Diagnostic, Value};
 
 /// hct's own add-ons, as configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +39,7 @@ pub fn validate_token(config: &Value) -> Option<Diagnostic> {
             "ccm_token and ccm_token_wo are both set: keep one (ccm_token_wo keeps the token \
              out of state; change ccm_token_wo_version with it).",
         )
-        .at(attr(CCM_TOKEN_WO))
+        .at(AttrPath::attr(CCM_TOKEN_WO))
     })
 }
 
