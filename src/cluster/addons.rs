@@ -21,7 +21,9 @@
 //! its IPs are in `PROVIDER_IP_PREFIXES`; hct sets both to the exact node
 //! names and /32s of the plan. What neither checks: which of the cluster's
 //! IPs belongs to which node (a node's kubelet could ask for another
-//! planned node's IP).
+//! planned node's IP); and the approver's name check is a prefix check, so
+//! a node whose name begins another's (`x-general-1`, `x-general-10`) could
+//! ask for the longer name (docs/guides/add-ons.md; not closed yet).
 
 use serde_json::{Value, json};
 
