@@ -22,7 +22,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/requests", get(requests).delete(clear_requests))
         .route("/faults", get(faults).post(add_faults).delete(clear_faults))
         .route("/durations", get(durations))
-        .route("/talos/calls", get(talos_calls))
+        .route("/talos/calls", get(talos_calls).delete(clear_talos_calls))
         .route_layer(from_fn_with_state(state, admin_auth))
 }
 
@@ -48,6 +48,11 @@ async fn clear_requests(State(sim): State<AppState>) -> Response {
 
 async fn talos_calls(State(sim): State<AppState>) -> Response {
     ok(serde_json::json!({ "calls": sim.world().talos_calls }))
+}
+
+async fn clear_talos_calls(State(sim): State<AppState>) -> Response {
+    sim.world().talos_calls.clear();
+    no_content()
 }
 
 async fn durations(State(sim): State<AppState>) -> Response {

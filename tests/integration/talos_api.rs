@@ -315,8 +315,17 @@ async fn hct_configs_take_nodes_from_maintenance_to_a_bootstrapped_cluster() {
     ));
     assert_eq!(cp1.bootstrap().await.unwrap(), Bootstrapped::Now);
     assert_eq!(cp1.bootstrap().await.unwrap(), Bootstrapped::Already);
+    // Talos refuses a Bootstrap only where the node's own etcd data is not
+    // empty: once cp-2 has joined, it does.
+    state_eventually(&sim, servers[1], |s| s["etcd_member"] == true).await;
     let mut cp2 = connected(&sim, "10.0.128.18", &admin).await;
     assert_eq!(cp2.bootstrap().await.unwrap(), Bootstrapped::Already);
+    assert!(
+        sim.inspect(|w| w.talos_calls.iter().any(|c| c.call == "Bootstrap"
+            && c.node == "cp-2"
+            && c.caller == hct_sim::talos::call_log::CallerKind::Verified)),
+        "the call log has cp-2's Bootstrap"
+    );
 
     let kubeconfig = String::from_utf8(cp1.kubeconfig().await.unwrap()).unwrap();
     assert_eq!(

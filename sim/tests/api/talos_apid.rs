@@ -267,6 +267,13 @@ async fn talos_faults_come_and_go_through_the_admin_api() {
         apid_endpoint(&sim, hidden).is_some()
     })
     .await;
+
+    // The call log is served, and emptied, beside the faults.
+    let (status, log) = call(&sim, Method::GET, "/_sim/talos/calls", None).await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    assert!(log["calls"].is_array(), "{log}");
+    let (status, _) = call(&sim, Method::DELETE, "/_sim/talos/calls", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
     sim.shutdown().await.unwrap();
 }
 
