@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 
 use super::ClusterError;
-use super::bootstrap::{self, EtcdRecord};
+use super::bootstrap::EtcdRecord;
 use super::bring_up;
 use super::endpoint::{self, Endpoint};
 use super::group::{Group, GroupSpec};
@@ -126,15 +126,9 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
             .ensure()
             .await?;
         }
-        // Before the group changes: whether etcd's data may be on a disk
-        // that was there before (so a missing etcd is not a lost one).
-        let may_survive = match (run.spec.role, etcd) {
-            (Role::ControlPlane, EtcdRecord::Bootstrapped) => {
-                bootstrap::may_survive(&group).await?
-            }
-            _ => true,
-        };
-        group.converge(run.slots).await?;
+        // Servers from before this run: etcd's data may be on their disks
+        // (so a missing etcd is not a lost one).
+        let may_survive = group.converge(run.slots).await?;
         let nodes = recorder.nodes();
         match run.spec.role {
             Role::ControlPlane => {

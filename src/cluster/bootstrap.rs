@@ -19,7 +19,6 @@ use tracing::info;
 
 use super::ClusterError;
 use super::group::Group;
-use super::naming;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
@@ -43,8 +42,9 @@ enum Seen {
 
 /// Bootstraps etcd on the first of `nodes` if, and only if, the cluster
 /// has never been bootstrapped. `may_survive`: some control plane of the
-/// cluster existed before this run ([`may_survive`]), so etcd's data may
-/// still be on a disk. Returns what state records from now on.
+/// cluster existed before this run (what `Group::converge` returns), so
+/// etcd's data may still be on a disk. Returns what state records from now
+/// on.
 pub(super) async fn once(
     group: &Group<'_>,
     nodes: &[NodeRecord],
@@ -72,20 +72,6 @@ pub(super) async fn once(
             Ok(EtcdRecord::Bootstrapped)
         }
     }
-}
-
-/// Whether etcd's data may have outlived this run's start: a control plane
-/// state records still has its server, or a server of this cluster's
-/// secrets exists that state does not know (a killed run's). Asked before
-/// the group converges.
-pub(super) async fn may_survive(group: &Group<'_>) -> Result<bool, ClusterError> {
-    let existing = group.existing().await?;
-    let recorded = group.recorder.nodes();
-    let fingerprint = group.settings.secrets_fingerprint();
-    Ok(existing.values().any(|server| {
-        recorded.iter().any(|n| n.server_id == server.id)
-            || server.labels.get(naming::SECRETS) == Some(&fingerprint)
-    }))
 }
 
 /// Asks every control plane (which answers with the cluster's CA by now)

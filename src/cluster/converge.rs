@@ -30,9 +30,10 @@ use crate::talos::Role;
 use crate::talos::api::{ApplyMode, TalosClient, TalosError, Trust};
 
 impl Group<'_> {
-    /// Makes the group match `slots`. Returns the names of the nodes it
-    /// created (which the caller waits for).
-    pub async fn converge(&self, slots: &[NodeSlot]) -> Result<Vec<String>, ClusterError> {
+    /// Makes the group match `slots`. Returns whether the group had servers
+    /// of its own before (in state, or adopted from a killed run of this
+    /// state): a control plane's etcd data may be on their disks.
+    pub async fn converge(&self, slots: &[NodeSlot]) -> Result<bool, ClusterError> {
         let desired = self.desired(slots)?;
         let mut existing = self.existing().await?;
 
@@ -59,6 +60,8 @@ impl Group<'_> {
             return Err(ClusterError::Untrusted { node, answer });
         }
         self.leftovers(&mut existing).await?;
+        // What is left is this state's: recorded, or carrying its secrets.
+        let had_servers = !existing.is_empty();
 
         self.scale_down(&desired, &mut existing).await?;
         let groups = self
@@ -92,9 +95,8 @@ impl Group<'_> {
             )
         }))
         .await;
-        let mut created_names = Vec::new();
         for result in created {
-            created_names.push(result?);
+            result?;
         }
 
         for d in &desired {
@@ -149,7 +151,7 @@ impl Group<'_> {
             slots::placement_groups_for(slots.len() as u32),
         )
         .await?;
-        Ok(created_names)
+        Ok(had_servers)
     }
 
     /// Servers of the group that state does not know: those of this

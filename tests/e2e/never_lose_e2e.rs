@@ -33,7 +33,8 @@ use hct_sim::talos::call_log::{CallerKind, TalosCall};
 use peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
 use support::Workspace;
 use support::reference::{pools, state_attribute, workspace};
-use support::sim::server_ids;
+use support::sim::{delete_server, requests_of, server_ids};
+use support::unwrapped;
 
 /// The reference example with one general worker; with the API behind the
 /// load balancer when `balanced`.
@@ -59,20 +60,6 @@ fn calls_since(sim: &SimHandle, since: usize, call: &str) -> Vec<TalosCall> {
         .skip(since)
         .filter(|c| c.call == call)
         .collect()
-}
-
-/// Deletes a server through the Hetzner API, as a user would.
-fn delete_server(sim: &SimHandle, name: &str) {
-    let id = server_ids(sim)[name];
-    let client = support::sim::client(sim);
-    tokio::runtime::Handle::current().block_on(async {
-        if let Some(action) = client.delete_server(id).await.unwrap() {
-            client
-                .wait_for_actions(vec![action], "delete", Duration::from_secs(30))
-                .await
-                .unwrap();
-        }
-    });
 }
 
 /// The etcd clusters the sim's nodes run: per etcd cluster, its members
@@ -229,10 +216,7 @@ async fn a_reinstalled_node_is_never_sent_a_config() {
             let (code, out) = plan(&ws);
             assert_eq!(code, 2, "the plan shows {name}\n{out}");
             let said = |out: &support::TfOutput| {
-                let words = format!("{} {}", out.stdout, out.stderr)
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let words = unwrapped(&format!("{} {}", out.stdout, out.stderr));
                 words.contains(&format!("{name} does not answer with this cluster's CA"))
                     && words.contains(answer)
                     && words.contains(&format!("hcloud server delete {name}"))
@@ -276,16 +260,22 @@ async fn lost_state_is_refused_at_plan_then_imported_without_replacing_anything(
 
         let (code, out) = plan(&ws);
         assert_eq!(code, 1, "{out}");
-        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = unwrapped(&out.stderr);
         assert!(
             words.contains("Servers of this cluster that state does not know")
                 && (1..=3).all(|n| words.contains(&format!("noreturn-cp-{n}")))
                 && words.contains("terraform import hct_cluster.<name> noreturn"),
             "{out}"
         );
+        let deletes = requests_of(&sim, "DELETE /servers/{id}");
         ws.terraform(&["apply", "-auto-approve"])
             .expect_failure("apply without state");
         assert_eq!(server_ids(&sim), servers, "nothing deleted or created");
+        assert_eq!(
+            requests_of(&sim, "DELETE /servers/{id}"),
+            deletes,
+            "no delete sent"
+        );
 
         // Import: the secrets as the variable, then each resource.
         ws.write(
@@ -328,6 +318,11 @@ async fn lost_state_is_refused_at_plan_then_imported_without_replacing_anything(
             .collect();
         assert!(anonymous.is_empty(), "{anonymous:#?}");
         delete_server(&sim, "noreturn-general-1");
+        assert_eq!(
+            requests_of(&sim, "DELETE /servers/{id}"),
+            deletes + 1,
+            "the request log counts the one delete, by hand"
+        );
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply after the import");
         let mut servers = servers;
@@ -353,6 +348,7 @@ async fn a_second_workspace_with_the_same_cluster_name_is_refused_at_plan() {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
         let servers = server_ids(&sim);
+        let deletes = requests_of(&sim, "DELETE /servers/{id}");
         let other = workspace(&sim);
         other.write("pools.auto.tfvars", &pools(1));
         let (code, out) = plan(&other);
@@ -367,6 +363,11 @@ async fn a_second_workspace_with_the_same_cluster_name_is_refused_at_plan() {
             .terraform(&["apply", "-auto-approve"])
             .expect_failure("the second workspace's apply");
         assert_eq!(server_ids(&sim), servers, "nothing deleted or created");
+        assert_eq!(
+            requests_of(&sim, "DELETE /servers/{id}"),
+            deletes,
+            "no delete sent"
+        );
         let (code, out) = plan(&ws);
         assert_eq!(code, 0, "the first workspace is untouched\n{out}");
     });
@@ -385,7 +386,7 @@ async fn every_control_plane_gone_stops_the_apply_instead_of_an_empty_etcd() {
         let out = ws
             .terraform(&["apply", "-auto-approve"])
             .expect_failure("apply with every control plane gone");
-        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = unwrapped(&out.stderr);
         assert!(
             words.contains("The cluster's etcd is lost")
                 && words.contains("--recover-from")

@@ -93,3 +93,23 @@ pub fn releases(sim: &SimHandle) -> BTreeMap<String, String> {
             .collect()
     })
 }
+
+/// Deletes the cluster's server `name` through the Hetzner API, as a user
+/// would, and waits for it to go.
+pub fn delete_server(sim: &SimHandle, name: &str) {
+    let id = server_ids(sim)[name];
+    let client = client(sim);
+    tokio::runtime::Handle::current().block_on(async {
+        if let Some(action) = client.delete_server(id).await.unwrap() {
+            client
+                .wait_for_actions(vec![action], "delete", Duration::from_secs(30))
+                .await
+                .unwrap();
+        }
+    });
+}
+
+/// How many requests of `route` (e.g. `DELETE /servers/{id}`) the sim took.
+pub fn requests_of(sim: &SimHandle, route: &str) -> usize {
+    sim.requests().iter().filter(|r| r.route == route).count()
+}
