@@ -25,7 +25,7 @@ const MAX_POLL_INTERVAL: Duration = Duration::from_secs(5);
 /// Actions due within this much of each other share a poll.
 const GROUPING: Duration = Duration::from_millis(300);
 /// How often a long wait says it is still waiting.
-const PROGRESS_LOG_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const PROGRESS_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// How long actions of a kind typically take on Hetzner, for the first poll
 /// before this client has seen one finish.

@@ -70,6 +70,11 @@ pub(crate) enum Retry {
     /// Attaching to a network: also wait out `locked` and `no_subnet_available`
     /// (a subnet that is still being created).
     AlsoLockedAndSubnet,
+    /// A write that must not be sent twice (it would make a second object):
+    /// wait out `locked` and the rate limit, which prove it was not carried
+    /// out, and return every answer that leaves that open
+    /// ([`HcloudError::is_ambiguous`]) to the caller, who looks first.
+    OnlyIfNotDone,
 }
 
 impl Client {
@@ -329,7 +334,11 @@ impl Client {
             exponential.mul_f64(0.5 + fastrand::f64() / 2.0)
         };
         match failure {
+            Failure::Transport(_) if retry == Retry::OnlyIfNotDone => None,
             Failure::Transport(_) if attempt < MAX_ATTEMPTS => Some(backoff()),
+            Failure::Api { error, .. } if retry == Retry::OnlyIfNotDone && error.is_ambiguous() => {
+                None
+            }
             Failure::Api { error, reset_in } => match error.code.as_str() {
                 "rate_limit_exceeded" if attempt < MAX_ATTEMPTS => {
                     warn!("Hetzner rate limit reached: slowing down");

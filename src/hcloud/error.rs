@@ -27,6 +27,9 @@ pub enum HcloudError {
         message: String,
         resources: Vec<String>,
     },
+    /// An image being made went away or failed (status `gone` when it went).
+    #[error("Hetzner image {id} is {status} instead of available")]
+    ImageFailed { id: i64, status: String },
     /// Waiting took longer than allowed.
     #[error("gave up waiting after {}: {what}", crate::duration::format(*.waited))]
     Timeout { what: String, waited: Duration },
@@ -46,6 +49,18 @@ pub struct ApiError {
     pub correlation_id: Option<String>,
 }
 
+impl ApiError {
+    /// A gateway's answer, or the API's own failure: the request may have
+    /// been carried out before it.
+    pub fn is_ambiguous(&self) -> bool {
+        matches!(self.status, 500 | 502 | 504)
+            || matches!(
+                self.code.as_str(),
+                "timeout" | "bad_gateway" | "service_error"
+            )
+    }
+}
+
 impl HcloudError {
     pub fn api(&self) -> Option<&ApiError> {
         match self {
@@ -57,6 +72,16 @@ impl HcloudError {
     /// The API error code, e.g. `locked`, if the API answered with one.
     pub fn code(&self) -> Option<&str> {
         self.api().map(|api| api.code.as_str())
+    }
+
+    /// The request may have been carried out although no answer says so:
+    /// the connection broke, or a gateway timed out or failed on the way.
+    pub fn is_ambiguous(&self) -> bool {
+        match self {
+            HcloudError::Transport { .. } => true,
+            HcloudError::Api(api) => api.is_ambiguous(),
+            _ => false,
+        }
     }
 
     pub fn is_not_found(&self) -> bool {

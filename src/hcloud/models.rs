@@ -154,6 +154,15 @@ pub struct Image {
     pub disk_size: f64,
     pub created: String,
     pub labels: Labels,
+    /// The server a snapshot was made from.
+    pub created_from: Option<CreatedFrom>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(default)]
+pub struct CreatedFrom {
+    pub id: i64,
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Default, PartialEq)]

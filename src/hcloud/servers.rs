@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::client::{Client, Retry};
 use super::error::{HcloudError, Missing};
@@ -18,6 +18,11 @@ use super::private_server::PrivateServer;
 /// How long a server gets to stop after an ACPI shutdown before its power
 /// is cut.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(120);
+
+/// How often a snapshot whose answers were lost is asked for, and the pause
+/// between (scaled by the pace).
+const SNAPSHOT_ATTEMPTS: u32 = 5;
+const SNAPSHOT_RETRY_WAIT: Duration = Duration::from_secs(2);
 
 /// A server that now exists, and the action still creating it (None when an
 /// existing server of ours was adopted).
@@ -268,23 +273,58 @@ impl Client {
         Ok((answer.root_password, answer.action))
     }
 
-    /// Snapshots the server's disk into an image.
+    /// Snapshots the server's disk into an image carrying `labels`. Sent
+    /// once: when the answer is lost, the snapshot the request may have made
+    /// is looked for (`labels` and made from `server`) and taken, with no
+    /// action to wait for; only when there is none is it sent again.
     pub async fn create_snapshot(
         &self,
         server: i64,
         description: &str,
         labels: &Labels,
-    ) -> Result<(Image, Action), HcloudError> {
-        let answer: ImageAnswer = self
-            .call(
-                Method::POST,
-                &format!("servers/{server}/actions/create_image"),
-                &[],
-                Some(&json!({"type": "snapshot", "description": description, "labels": labels})),
-                Retry::AlsoLocked,
-            )
-            .await?;
-        Ok((answer.image, answer.action))
+    ) -> Result<(Image, Option<Action>), HcloudError> {
+        let body = json!({"type": "snapshot", "description": description, "labels": labels});
+        let path = format!("servers/{server}/actions/create_image");
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let sent = self
+                .call::<ImageAnswer>(Method::POST, &path, &[], Some(&body), Retry::OnlyIfNotDone)
+                .await;
+            match sent {
+                Ok(answer) => return Ok((answer.image, Some(answer.action))),
+                Err(e) if e.is_ambiguous() && attempt < SNAPSHOT_ATTEMPTS => {
+                    if let Some(made) = self.snapshot_made_from(server, labels).await? {
+                        info!(
+                            server,
+                            image = made.id,
+                            "the snapshot was made although its answer was lost: taking it"
+                        );
+                        return Ok((made, None));
+                    }
+                    debug!(server, attempt, "no snapshot was made ({e}); asking again");
+                    self.sleep(self.pace().scaled(SNAPSHOT_RETRY_WAIT), &path)
+                        .await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The snapshot with all of `labels` made from `server`, if any.
+    async fn snapshot_made_from(
+        &self,
+        server: i64,
+        labels: &Labels,
+    ) -> Result<Option<Image>, HcloudError> {
+        let selector = labels
+            .iter()
+            .fold(LabelSelector::new(), |s, (k, v)| s.eq(k, v));
+        Ok(self
+            .snapshots(&selector)
+            .await?
+            .into_iter()
+            .find(|image| image.created_from.as_ref().map(|c| c.id) == Some(server)))
     }
 
     pub async fn set_server_labels(

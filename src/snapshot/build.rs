@@ -255,10 +255,17 @@ impl Build<'_> {
             .map_err(|e| self.failed("creating the snapshot", e))?;
         self.image = Some(image.id);
         info!(server, image = image.id, "talos image build: snapshotting");
-        client
-            .wait_for_action(action, &format!("{name}: snapshotting"), self.left())
-            .await
-            .map_err(|e| self.failed("creating the snapshot", e))?;
+        match action {
+            Some(action) => client
+                .wait_for_action(action, &format!("{name}: snapshotting"), self.left())
+                .await
+                .map(drop),
+            None => client
+                .wait_for_image(image.id, &format!("{name}: snapshotting"), self.left())
+                .await
+                .map(drop),
+        }
+        .map_err(|e| self.failed("creating the snapshot", e))?;
         info!(
             image = image.id,
             "talos image build: snapshot {} is ready", image.id

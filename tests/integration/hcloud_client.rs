@@ -474,7 +474,7 @@ async fn the_fidelity_scenario_with_our_own_client() {
         .await
         .unwrap();
     client
-        .wait_for_actions(vec![action], "snapshotting", TIMEOUT)
+        .wait_for_actions(vec![action.expect("answered")], "snapshotting", TIMEOUT)
         .await
         .unwrap();
     let found = client

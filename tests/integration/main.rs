@@ -19,6 +19,7 @@ mod peer_tools;
 mod plugin_process;
 mod protocol_rpcs;
 mod sim_fidelity;
+mod snapshot_answers;
 mod talos_api;
 mod talos_machinery;
 mod talos_machinery_client;
