@@ -155,8 +155,9 @@ resource "hct_cluster_secrets" "this" {
 }
 
 resource "hct_cluster" "this" {
-  worker_join   = hct_cluster_secrets.this.worker_join
-  control_plane = { server_type = var.control_plane_server_type, location = var.location }
+  worker_join     = hct_cluster_secrets.this.worker_join
+  machine_secrets = hct_cluster_secrets.this.machine_secrets
+  control_plane   = { server_type = var.control_plane_server_type, location = var.location }
   bootstrap_manifests = var.cni_manifest == null ? null : [
     { name = "cni", contents = var.cni_manifest },
   ]

@@ -59,6 +59,7 @@ pub mod kubernetes_upgrade;
 pub mod leftovers;
 pub mod naming;
 mod placement;
+pub mod pool_access;
 pub mod preflight;
 pub mod record;
 mod resize;

@@ -1,5 +1,7 @@
 //! The cluster-wide inputs of every node's machine config, and the
-//! worker-join bundle that hands them from `hct_cluster` to its pools.
+//! worker-join bundle that hands them from `hct_cluster` to its pools: the
+//! settings, the worker share of the secrets and the pool's access
+//! (`pool_access`), never a key that signs.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -9,13 +11,14 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::ClusterError;
+use super::pool_access::PoolAccess;
 use crate::network_plan::NetworkPlan;
 use crate::secret::Secret;
 use crate::talos::api::{AdminCredentials, Trust};
 use crate::talos::client_config::{self, ApiCredentials};
 use crate::talos::config::ConfigError;
 use crate::talos::release::{KubernetesVersion, TalosVersion};
-use crate::talos::{MachineConfig, NodeConfigInput, Role, Secrets};
+use crate::talos::{JoinSecrets, MachineConfig, NodeConfigInput, NodeSecrets, Role, Secrets};
 
 /// How long the certificate hct uses for its own Talos API calls lasts:
 /// longer than any apply, short enough not to matter if it leaked.
@@ -70,7 +73,20 @@ pub struct ClusterSettings {
     pub install_disk: String,
     pub delivery: ConfigDelivery,
     pub ssh_key_ids: Vec<i64>,
-    pub secrets: Secrets,
+    pub keys: Keys,
+}
+
+/// The secrets a group holds.
+#[derive(Clone)]
+#[allow(clippy::large_enum_variant)] // one per resource and run
+pub enum Keys {
+    /// The whole bundle: `hct_cluster` and `hct_cluster_secrets`.
+    Cluster(Secrets),
+    /// A worker pool's: the worker share and the access the cluster issued.
+    Pool {
+        join: JoinSecrets,
+        access: PoolAccess,
+    },
 }
 
 /// What differs between nodes of different groups.
@@ -110,26 +126,50 @@ impl ClusterSettings {
             interface: None,
             ip: Some(ip),
         };
-        crate::talos::generate(&input, &self.plan, &self.secrets)
+        let secrets = match &self.keys {
+            Keys::Cluster(secrets) => NodeSecrets::Cluster(secrets),
+            Keys::Pool { join, .. } => NodeSecrets::Join(join),
+        };
+        crate::talos::generate(&input, &self.plan, secrets)
+    }
+
+    /// The whole bundle; an error in a pool (which never holds it).
+    pub fn cluster_secrets(&self) -> Result<&Secrets, ClusterError> {
+        match &self.keys {
+            Keys::Cluster(secrets) => Ok(secrets),
+            Keys::Pool { .. } => Err(ClusterError::Credentials(
+                "a worker pool holds no CA key (this is a bug in hct)".into(),
+            )),
+        }
     }
 
     /// Credentials for hct's own calls to the nodes' Talos API.
     pub fn api_trust(&self) -> Result<Trust, ClusterError> {
-        api_trust(&self.secrets)
+        self.keys.api_trust()
     }
 
     /// The secrets' name in server labels ([`secrets_fingerprint`]).
     pub fn secrets_fingerprint(&self) -> String {
-        secrets_fingerprint(&self.secrets)
+        self.keys.fingerprint()
     }
 
-    /// Credentials for hct's own check of the Kubernetes API's health.
+    /// Credentials for hct's own calls to the Kubernetes API.
     pub fn kubernetes_trust(&self) -> Result<ApiCredentials, ClusterError> {
-        client_config::kubernetes_api_credentials(&self.secrets, API_CERTIFICATE_VALIDITY)
-            .map_err(|e| ClusterError::Credentials(e.to_string()))
+        match &self.keys {
+            Keys::Cluster(secrets) => {
+                client_config::kubernetes_api_credentials(secrets, API_CERTIFICATE_VALIDITY)
+                    .map_err(|e| ClusterError::Credentials(e.to_string()))
+            }
+            Keys::Pool { join, access } => Ok(access.kubernetes(join)),
+        }
     }
 
-    pub fn worker_join(&self) -> WorkerJoin {
+    /// The pools' bundle, with the access the cluster issued them.
+    pub fn worker_join(&self, access: &PoolAccess) -> WorkerJoin {
+        let join = match &self.keys {
+            Keys::Cluster(secrets) => secrets.join_secrets(),
+            Keys::Pool { join, .. } => join.clone(),
+        };
         WorkerJoin {
             version: WorkerJoin::VERSION,
             cluster_name: self.cluster_name.clone(),
@@ -142,7 +182,28 @@ impl ClusterSettings {
             install_disk: self.install_disk.clone(),
             config_delivery: self.delivery,
             ssh_key_ids: self.ssh_key_ids.clone(),
-            machine_secrets: self.secrets.to_yaml(),
+            keys: JoinKeys::Pool {
+                join_secrets: join,
+                access: access.clone(),
+            },
+        }
+    }
+}
+
+impl Keys {
+    /// Credentials for hct's own calls to the nodes' Talos API.
+    pub fn api_trust(&self) -> Result<Trust, ClusterError> {
+        match self {
+            Keys::Cluster(secrets) => api_trust(secrets),
+            Keys::Pool { join, access } => Ok(access.talos(join)),
+        }
+    }
+
+    /// The secrets' name in server labels ([`secrets_fingerprint`]).
+    pub fn fingerprint(&self) -> String {
+        match self {
+            Keys::Cluster(secrets) => secrets_fingerprint(secrets),
+            Keys::Pool { join, .. } => fingerprint_of(join.os_ca_certificate()),
         }
     }
 }
@@ -161,7 +222,11 @@ pub fn api_trust(secrets: &Secrets) -> Result<Trust, ClusterError> {
 /// Names the secrets in server labels: 16 hex digits of the SHA-256 of
 /// the OS CA certificate (public, so safe in a label).
 pub fn secrets_fingerprint(secrets: &Secrets) -> String {
-    let digest = Sha256::digest(secrets.os_ca().certificate_pem().as_bytes());
+    fingerprint_of(secrets.os_ca().certificate_pem())
+}
+
+fn fingerprint_of(os_ca_certificate: &str) -> String {
+    let digest = Sha256::digest(os_ca_certificate.as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
@@ -172,8 +237,10 @@ pub fn config_sha256(config: &MachineConfig) -> String {
     crate::talos::config::config_sha256(config.as_str())
 }
 
-/// `hct_cluster.worker_join`: all a worker pool needs to make its nodes'
-/// configs and talk to them. Holds the machine secrets, so it is sensitive.
+/// `worker_join`: all a worker pool needs to make its nodes' configs and
+/// talk to them: the settings, the worker share of the secrets (join
+/// tokens, CA certificates) and the pool's client certificates. Sensitive;
+/// no CA key, etcd, service-account or encryption secret is in it.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct WorkerJoin {
     pub version: u32,
@@ -187,12 +254,29 @@ pub struct WorkerJoin {
     pub install_disk: String,
     pub config_delivery: ConfigDelivery,
     pub ssh_key_ids: Vec<i64>,
-    pub machine_secrets: String,
+    #[serde(flatten)]
+    pub keys: JoinKeys,
+}
+
+/// The secrets in a bundle.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // one per decoded bundle
+pub enum JoinKeys {
+    /// Version 2: what the pools get.
+    Pool {
+        join_secrets: JoinSecrets,
+        access: PoolAccess,
+    },
+    /// Version 1 (earlier hct builds): the whole `secrets.yaml`.
+    /// Read so states of older releases refresh and plan; never written.
+    Legacy { machine_secrets: String },
 }
 
 impl WorkerJoin {
-    /// Bumped when the bundle's meaning changes.
-    pub const VERSION: u32 = 1;
+    /// Bumped when the bundle's meaning changes (2: the worker share and
+    /// the pool's access instead of the whole `secrets.yaml`).
+    pub const VERSION: u32 = 2;
 
     pub fn encode(&self) -> String {
         serde_json::to_string(self).expect("the bundle is plain data")
@@ -209,7 +293,7 @@ impl WorkerJoin {
                 e.column()
             )
         })?;
-        if join.version != Self::VERSION {
+        if !(1..=Self::VERSION).contains(&join.version) {
             return Err(format!(
                 "worker_join version {} is not understood by this hct (version {}); use the same \
                  hct release for the cluster and its pools",
@@ -223,8 +307,19 @@ impl WorkerJoin {
     pub fn settings(&self) -> Result<ClusterSettings, String> {
         let plan = NetworkPlan::from_json(&self.network_plan)
             .map_err(|e| format!("its network plan is invalid: {e}"))?;
-        let secrets = Secrets::from_yaml(&self.machine_secrets)
-            .map_err(|e| format!("its machine secrets are invalid: {e}"))?;
+        let keys = match &self.keys {
+            JoinKeys::Pool {
+                join_secrets,
+                access,
+            } => Keys::Pool {
+                join: join_secrets.clone(),
+                access: access.clone(),
+            },
+            JoinKeys::Legacy { machine_secrets } => Keys::Cluster(
+                Secrets::from_yaml(machine_secrets)
+                    .map_err(|e| format!("its machine secrets are invalid: {e}"))?,
+            ),
+        };
         let talos_version = self.talos_version.parse().map_err(|e| format!("{e}"))?;
         let kubernetes_version = match &self.kubernetes_version {
             Some(text) => Some(text.parse().map_err(|e| format!("{e}"))?),
@@ -241,7 +336,7 @@ impl WorkerJoin {
             install_disk: self.install_disk.clone(),
             delivery: self.config_delivery,
             ssh_key_ids: self.ssh_key_ids.clone(),
-            secrets,
+            keys,
         })
     }
 }

@@ -27,5 +27,5 @@ mod benchmark;
 pub(crate) mod testing;
 
 pub use config::{ConfigError, MachineConfig, NodeConfigInput, Role, generate, user_data};
-pub use secrets::{Secrets, SecretsError};
+pub use secrets::{JoinSecrets, NodeSecrets, Secrets, SecretsError};
 pub use yaml::YamlError;

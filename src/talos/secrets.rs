@@ -13,7 +13,10 @@
 //!   contract hct supports (≥ v1.7; older clusters' ECDSA keys are read too).
 
 mod file;
+mod join;
 mod token;
+
+pub use join::{JoinSecrets, NodeSecrets};
 
 use std::fmt;
 use std::time::SystemTime;

@@ -163,9 +163,9 @@ async fn a_serial_cluster_moves_to_the_parallel_form_without_replacing_servers()
                 .contains("hct_cluster_secrets.this will be created"),
             "{out}"
         );
-        // The adopted secrets make the bundle known at plan time, and equal
-        // to the one the cluster made: the cluster has nothing to change.
-        assert!(!out.stdout.contains("hct_cluster.this will be"), "{out}");
+        // The new bundle carries client certificates for the pools issued
+        // at apply, so the cluster and the pools take it in place there:
+        // nothing is replaced, and no server is made (below).
         assert!(!out.stdout.contains("must be replaced"), "{out}");
         assert!(out.stdout.contains(" 0 to destroy"), "{out}");
         ws.terraform(&["apply", "-auto-approve"])
@@ -187,8 +187,8 @@ async fn a_serial_cluster_moves_to_the_parallel_form_without_replacing_servers()
 
         // A setting given twice is refused, naming it.
         let twice = EXAMPLE.replace(
-            "  worker_join   = hct_cluster_secrets.this.worker_join\n  control_plane",
-            "  worker_join   = hct_cluster_secrets.this.worker_join\n  talos_version = var.talos_version\n  control_plane",
+            "  control_plane   = {",
+            "  talos_version = var.talos_version\n  control_plane   = {",
         );
         assert_ne!(twice, EXAMPLE);
         ws.write("main.tf", &twice);

@@ -42,7 +42,7 @@ fn provider_block(source: &Source) -> String {
     };
     let ephemeral = match source {
         Source::Ephemeral => {
-            "ephemeral \"hct_kubeconfig\" \"admin\" {\n  worker_join = hct_cluster.this.worker_join\n  validity    = \"30m\"\n}\n\n"
+            "ephemeral \"hct_kubeconfig\" \"admin\" {\n  worker_join     = hct_cluster.this.worker_join\n  machine_secrets = hct_cluster.this.machine_secrets\n  validity        = \"30m\"\n}\n\n"
         }
         Source::ClusterAttributes => "",
     };

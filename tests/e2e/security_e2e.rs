@@ -179,6 +179,29 @@ async fn by_default_no_secret_is_in_any_servers_user_data() {
         for (server, secrets) in &found {
             assert!(secrets.is_empty(), "{server}'s user data holds {secrets:?}");
         }
+        // A pool's state holds the worker share and its own certificates:
+        // no secret of the bundle that a worker's config does not hold.
+        let pool_join = state_attribute(&ws, "hct_worker_pool.this[\"general\"]", "worker_join");
+        let held: Vec<&str> = needles
+            .iter()
+            .filter(|n| n.what.starts_with("machine_secrets:") && pool_join.contains(&n.value))
+            .map(|n| n.what.as_str())
+            .collect();
+        for what in &held {
+            assert!(
+                what.contains("trustdinfo.token")
+                    || what.contains("bootstraptoken")
+                    || what.ends_with("cluster.secret")
+                    || what.ends_with("cluster.id"),
+                "the pool's worker_join holds {what}"
+            );
+        }
+        assert!(
+            held.iter().any(|w| w.contains("bootstraptoken")),
+            "the search finds what is there: {held:?}"
+        );
+        let keys = pool_join.matches("PRIVATE KEY-----").count();
+        assert_eq!(keys, 4, "only the pool's two client keys (BEGIN, END)");
         ws.terraform(&["destroy", "-auto-approve"])
             .expect_success("destroy");
     });

@@ -9,7 +9,8 @@ use crate::support;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hct::cluster::settings::{ConfigDelivery, WorkerJoin};
+use hct::cluster::pool_access::PoolAccess;
+use hct::cluster::settings::{ConfigDelivery, JoinKeys, WorkerJoin};
 use hct::protocol::pb::tfplugin6::{self as pb, provider_server::Provider as _};
 use hct::protocol::service::ProviderService;
 use hct::talos::Secrets;
@@ -52,13 +53,22 @@ fn join(secrets: &Secrets) -> String {
         install_disk: "/dev/sda".into(),
         config_delivery: ConfigDelivery::Apply,
         ssh_key_ids: vec![],
-        machine_secrets: secrets.to_yaml(),
+        keys: JoinKeys::Pool {
+            join_secrets: secrets.join_secrets(),
+            access: PoolAccess::issue(secrets).unwrap(),
+        },
     }
     .encode()
 }
 
-fn config(worker_join: Value, validity: Value) -> Value {
-    Value::object([("worker_join", worker_join), ("validity", validity)])
+/// With the cluster's secrets when known (`hct_cluster.<name>.machine_secrets`).
+fn config(worker_join: Value, secrets: Option<&Secrets>, validity: Value) -> Value {
+    let machine_secrets = secrets.map_or(Value::Unknown, |s| Value::from(s.to_yaml()));
+    Value::object([
+        ("worker_join", worker_join),
+        ("machine_secrets", machine_secrets),
+        ("validity", validity),
+    ])
 }
 
 fn der(pem_text: &str) -> Vec<u8> {
@@ -114,7 +124,7 @@ async fn validate_names_the_attribute() {
         .validate_ephemeral_resource_config(Request::new(
             pb::validate_ephemeral_resource_config::Request {
                 type_name: TYPE_NAME.into(),
-                config: dynamic(config(Value::Unknown, Value::from("48h"))),
+                config: dynamic(config(Value::Unknown, None, Value::from("48h"))),
             },
         ))
         .await
@@ -141,7 +151,11 @@ async fn open_mints_a_short_lived_admin_certificate_from_the_clusters_ca() {
     let opened = service
         .open_ephemeral_resource(Request::new(pb::open_ephemeral_resource::Request {
             type_name: TYPE_NAME.into(),
-            config: dynamic(config(Value::from(join(&secrets)), Value::from("30m"))),
+            config: dynamic(config(
+                Value::from(join(&secrets)),
+                Some(&secrets),
+                Value::from("30m"),
+            )),
             client_capabilities: None,
         }))
         .await
@@ -192,7 +206,11 @@ async fn open_mints_a_short_lived_admin_certificate_from_the_clusters_ca() {
     let again = service
         .open_ephemeral_resource(Request::new(pb::open_ephemeral_resource::Request {
             type_name: TYPE_NAME.into(),
-            config: dynamic(config(Value::from(join(&secrets)), Value::Null)),
+            config: dynamic(config(
+                Value::from(join(&secrets)),
+                Some(&secrets),
+                Value::Null,
+            )),
             client_capabilities: None,
         }))
         .await
@@ -216,7 +234,7 @@ async fn unknown_configuration_is_deferred_when_the_client_allows_it() {
     let service = service();
     let open = |deferral_allowed| pb::open_ephemeral_resource::Request {
         type_name: TYPE_NAME.into(),
-        config: dynamic(config(Value::Unknown, Value::Null)),
+        config: dynamic(config(Value::Unknown, None, Value::Null)),
         client_capabilities: Some(pb::ClientCapabilities {
             deferral_allowed,
             write_only_attributes_allowed: false,
@@ -252,7 +270,11 @@ async fn a_bad_worker_join_fails_open_without_quoting_it() {
     let opened = service()
         .open_ephemeral_resource(Request::new(pb::open_ephemeral_resource::Request {
             type_name: TYPE_NAME.into(),
-            config: dynamic(config(Value::from("{\"not\": \"a join\"}"), Value::Null)),
+            config: dynamic(config(
+                Value::from("{\"not\": \"a join\"}"),
+                Some(&Secrets::for_checking().unwrap()),
+                Value::Null,
+            )),
             client_capabilities: None,
         }))
         .await

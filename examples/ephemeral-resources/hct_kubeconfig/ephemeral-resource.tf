@@ -1,8 +1,9 @@
 # Terraform >= 1.10 or OpenTofu >= 1.11. Minted at each plan and apply once
 # the cluster exists; nothing of it is stored in plan or state.
 ephemeral "hct_kubeconfig" "admin" {
-  worker_join = hct_cluster.this.worker_join # after the control plane is up
-  validity    = "1h"
+  worker_join     = hct_cluster.this.worker_join # after the control plane is up
+  machine_secrets = hct_cluster.this.machine_secrets
+  validity        = "1h"
 }
 
 provider "helm" {

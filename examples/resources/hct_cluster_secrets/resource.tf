@@ -9,8 +9,9 @@ resource "hct_cluster_secrets" "this" {
 }
 
 resource "hct_cluster" "this" {
-  worker_join   = hct_cluster_secrets.this.worker_join
-  control_plane = { server_type = "cx23", location = "nbg1" }
+  worker_join     = hct_cluster_secrets.this.worker_join
+  machine_secrets = hct_cluster_secrets.this.machine_secrets
+  control_plane   = { server_type = "cx23", location = "nbg1" }
 }
 
 # Created, booted and configured while the control plane comes up.

@@ -7,7 +7,7 @@ use crate::cluster::GroupSpec;
 use crate::cluster::addons;
 use crate::cluster::kube_api::manifests;
 use crate::cluster::preflight::{self, Paths};
-use crate::cluster::settings::{ClusterSettings, ConfigDelivery, NodeTraits};
+use crate::cluster::settings::{ClusterSettings, ConfigDelivery, Keys, NodeTraits};
 use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::network_plan::NetworkPlan;
 use crate::resources::labels::validate_server_labels;
@@ -90,7 +90,8 @@ pub fn parallel_form(config: &Value) -> bool {
 fn check_form(config: &Value) -> Diagnostics {
     let mut found = Diagnostics::new();
     if parallel_form(config) {
-        for name in SETTINGS {
+        // The one setting beside the bundle: the CA keys it does not carry.
+        for name in SETTINGS.into_iter().filter(|n| *n != "machine_secrets") {
             if !config.get(name).is_null() {
                 found.push(
                     Diagnostic::error(
@@ -421,7 +422,7 @@ pub fn settings(value: &Value, secrets: Secrets) -> Result<ClusterSettings, Diag
             .iter()
             .filter_map(Value::as_i64)
             .collect(),
-        secrets,
+        keys: Keys::Cluster(secrets),
     })
 }
 

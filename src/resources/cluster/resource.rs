@@ -72,7 +72,7 @@ impl GroupKind for Cluster {
     async fn plan(ctx: &Context, prior: &Value, config: &Value, plan: &mut Plan) {
         let parallel = model::parallel_form(config);
         if parallel {
-            if let Err(d) = settings_plan::copy_from_join(&mut plan.planned) {
+            if let Err(d) = settings_plan::copy_from_join(&mut plan.planned, config, prior) {
                 plan.diagnostics.push(d);
                 return;
             }
@@ -193,9 +193,9 @@ impl GroupKind for Cluster {
         load_balancer::plan(&network_plan, prior, planned);
         // The parallel form's bundle is the configuration's.
         if !parallel {
-            let join = settings
-                .as_ref()
-                .map_or(Value::Unknown, |s| Value::from(s.worker_join().encode()));
+            let join = settings.as_ref().map_or(Value::Unknown, |s| {
+                settings_plan::planned_join(s, prior.get("worker_join"))
+            });
             set(planned, "worker_join", join);
         }
 
@@ -230,7 +230,7 @@ impl GroupKind for Cluster {
                 Some(CONTROL_PLANE_GROUP),
                 network,
                 &recorded,
-                settings.as_ref().map(|s| &s.secrets),
+                settings.as_ref().map(|s| &s.keys),
             )
             .await;
             plan.diagnostics.extend(found);
@@ -450,11 +450,8 @@ fn immutable_changes(prior: &Value, proposed: &Value, source: Option<&AttrPath>,
 fn finish_state(state: &mut Value, settings: &ClusterSettings) -> Result<(), Diagnostic> {
     // The parallel form's bundle is the configuration's, kept as it is.
     if !matches!(state.get("worker_join"), Value::String(_)) {
-        set(
-            state,
-            "worker_join",
-            Value::from(settings.worker_join().encode()),
-        );
+        let join = settings_plan::applied_join(settings, state.get("worker_join"))?;
+        set(state, "worker_join", join);
     }
     set(
         state,
@@ -464,19 +461,17 @@ fn finish_state(state: &mut Value, settings: &ClusterSettings) -> Result<(), Dia
     let issue_error = |e: client_config::ClientConfigError| {
         Diagnostic::error("Could not issue client configs", e.to_string())
     };
+    let secrets = settings.cluster_secrets().map_err(|e| e.to_diagnostic())?;
     if state.get("talosconfig").is_unknown() || state.get("talosconfig").is_null() {
         let talosconfig =
-            client_config::talosconfig(&settings.cluster_name, &settings.plan, &settings.secrets)
+            client_config::talosconfig(&settings.cluster_name, &settings.plan, secrets)
                 .map_err(issue_error)?;
         set(state, "talosconfig", Value::from(talosconfig.into_string()));
     }
     if state.get("kubeconfig").is_unknown() || state.get("kubeconfig").is_null() {
-        let kubeconfig = client_config::admin_kubeconfig(
-            &settings.cluster_name,
-            &settings.plan,
-            &settings.secrets,
-        )
-        .map_err(issue_error)?;
+        let kubeconfig =
+            client_config::admin_kubeconfig(&settings.cluster_name, &settings.plan, secrets)
+                .map_err(issue_error)?;
         set(state, "kubeconfig", Value::from(kubeconfig.into_string()));
     }
     credentials::fill(state);

@@ -35,10 +35,13 @@ pub fn schema() -> Schema {
             .sensitive()
             .description(
                 "The parallel form: `hct_cluster_secrets.<name>.worker_join`, the one source of the \
-                 cluster-wide settings for the cluster and its pools (then none of `name` to \
-                 `machine_secrets` may be set here). In the serial form (those attributes set \
-                 here) it is computed: everything `hct_worker_pool` needs to join the cluster \
-                 (holds the machine secrets).",
+                 cluster-wide settings for the cluster and its pools (then, of `name` to \
+                 `machine_secrets`, only `machine_secrets` is set here, to \
+                 `hct_cluster_secrets.<name>.machine_secrets`). In the serial form (those \
+                 attributes set here) it is computed: everything `hct_worker_pool` needs to join \
+                 the cluster: the settings, the worker share of the secrets (join tokens, CA \
+                 certificates; no CA key) and client certificates for the pools, valid for a \
+                 year and issued again by an apply in their last month.",
             ),
     );
     let schema = settings_attributes(false)

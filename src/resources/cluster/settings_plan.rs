@@ -5,7 +5,11 @@
 
 use super::model::{self, attr};
 use super::settings_schema::SETTINGS;
-use crate::cluster::settings::{ConfigDelivery, WorkerJoin};
+use std::time::SystemTime;
+
+use crate::cluster::ClusterSettings;
+use crate::cluster::pool_access::PoolAccess;
+use crate::cluster::settings::{ConfigDelivery, JoinKeys, WorkerJoin};
 use crate::provider::Plan;
 use crate::resources::values::set;
 use crate::talos::Secrets;
@@ -54,7 +58,17 @@ pub fn settings_known(planned: &Value) -> bool {
 /// Copies the settings from the planned `worker_join` (the parallel form of
 /// `hct_cluster`); all unknown while the bundle is. An invalid bundle is an
 /// error at `worker_join` (its text is never quoted: it holds secrets).
-pub fn copy_from_join(planned: &mut Value) -> Result<(), Diagnostic> {
+///
+/// The bundle carries no CA key, so the cluster's secrets come beside it:
+/// `machine_secrets` as configured (`hct_cluster_secrets.<name>.machine_secrets`),
+/// else the ones in state (a cluster made when the bundle still held them),
+/// and must be the bundle's (the same OS and Kubernetes CAs).
+pub fn copy_from_join(
+    planned: &mut Value,
+    config: &Value,
+    prior: &Value,
+) -> Result<(), Diagnostic> {
+    let configured = config.get("machine_secrets").clone();
     let join = match planned.get("worker_join") {
         Value::String(text) => WorkerJoin::decode(text)
             .map_err(|why| Diagnostic::error("Invalid worker_join", why).at(attr("worker_join")))?,
@@ -62,9 +76,13 @@ pub fn copy_from_join(planned: &mut Value) -> Result<(), Diagnostic> {
             for name in SETTINGS {
                 set(planned, name, Value::Unknown);
             }
+            if !configured.is_null() {
+                set(planned, "machine_secrets", configured);
+            }
             return Ok(());
         }
     };
+    let machine_secrets = secrets_beside_join(&join.keys, configured, prior)?;
     let plan_text = serde_json::to_string(&join.network_plan).expect("plain JSON");
     let values = [
         ("name", Value::from(join.cluster_name.as_str())),
@@ -90,15 +108,92 @@ pub fn copy_from_join(planned: &mut Value) -> Result<(), Diagnostic> {
                 Value::List(join.ssh_key_ids.iter().copied().map(Value::from).collect())
             },
         ),
-        (
-            "machine_secrets",
-            Value::from(join.machine_secrets.as_str()),
-        ),
+        ("machine_secrets", machine_secrets),
     ];
     for (name, value) in values {
         set(planned, name, value);
     }
     Ok(())
+}
+
+/// The cluster's secrets in the parallel form (see [`copy_from_join`]).
+fn secrets_beside_join(
+    keys: &JoinKeys,
+    configured: Value,
+    prior: &Value,
+) -> Result<Value, Diagnostic> {
+    let os_ca = match keys {
+        JoinKeys::Pool { join_secrets, .. } => join_secrets.os_ca_certificate().to_string(),
+        JoinKeys::Legacy { machine_secrets } => Secrets::from_yaml(machine_secrets)
+            .map(|s| s.os_ca().certificate_pem().to_string())
+            .unwrap_or_default(),
+    };
+    let matches = |text: &str| {
+        Secrets::from_yaml(text).is_ok_and(|secrets| secrets.os_ca().certificate_pem() == os_ca)
+    };
+    match (&configured, keys) {
+        (Value::Unknown, _) => Ok(Value::Unknown),
+        (Value::String(text), _) if matches(text) => Ok(configured),
+        (Value::String(_), _) => Err(Diagnostic::error(
+            "machine_secrets are not worker_join's",
+            "machine_secrets and worker_join must come from the same hct_cluster_secrets: set \
+             machine_secrets = hct_cluster_secrets.<name>.machine_secrets beside \
+             worker_join = hct_cluster_secrets.<name>.worker_join.",
+        )
+        .at(attr("machine_secrets"))),
+        (_, JoinKeys::Legacy { machine_secrets }) => Ok(Value::from(machine_secrets.as_str())),
+        (_, JoinKeys::Pool { .. }) => match prior.get("machine_secrets") {
+            Value::String(text) if matches(text) => Ok(Value::from(text.as_str())),
+            _ => Err(Diagnostic::error(
+                "Missing machine_secrets",
+                "The control plane's configs hold the cluster's CA keys, which worker_join does \
+                 not carry (the pools read it too). Set machine_secrets = \
+                 hct_cluster_secrets.<name>.machine_secrets beside worker_join.",
+            )
+            .at(attr("machine_secrets"))),
+        },
+    }
+}
+
+/// The pools' bundle at plan time: these settings with the access the
+/// prior bundle carried, while it is this cluster's and not due for
+/// renewal; Unknown when new access must be issued ([`applied_join`]).
+pub fn planned_join(settings: &ClusterSettings, prior_join: &Value) -> Value {
+    let Ok(secrets) = settings.cluster_secrets() else {
+        return Value::Unknown;
+    };
+    let share = secrets.join_secrets();
+    let access = prior_join
+        .as_str()
+        .and_then(|text| WorkerJoin::decode(text).ok())
+        .and_then(|join| match join.keys {
+            JoinKeys::Pool {
+                join_secrets,
+                access,
+            } if join_secrets.os_ca_certificate() == share.os_ca_certificate()
+                && join_secrets.kubernetes_ca_certificate()
+                    == share.kubernetes_ca_certificate()
+                && !access.due_for_renewal(SystemTime::now()) =>
+            {
+                Some(access)
+            }
+            _ => None,
+        });
+    access.map_or(Value::Unknown, |access| {
+        Value::from(settings.worker_join(&access).encode())
+    })
+}
+
+/// At apply: the planned bundle, or the settings with access issued now.
+pub fn applied_join(settings: &ClusterSettings, planned_join: &Value) -> Result<Value, Diagnostic> {
+    if let Value::String(_) = planned_join {
+        return Ok(planned_join.clone());
+    }
+    let access = settings
+        .cluster_secrets()
+        .and_then(PoolAccess::issue)
+        .map_err(|e| e.to_diagnostic())?;
+    Ok(Value::from(settings.worker_join(&access).encode()))
 }
 
 /// Whether two `secrets.yaml` texts hold the same secrets.
@@ -267,5 +362,68 @@ fn kubernetes_changes(prior: &Value, proposed: &Value, source: Option<&AttrPath>
             )
             .at(attr("kubernetes_version")),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::talos::testing::generated_secrets;
+
+    fn bundle(secrets: &Secrets) -> Value {
+        let join = WorkerJoin {
+            version: WorkerJoin::VERSION,
+            cluster_name: "x".into(),
+            network_id: 1,
+            network_plan: serde_json::json!({}),
+            talos_version: "v1.13.2".into(),
+            kubernetes_version: None,
+            image_id: "1".into(),
+            schematic_id: "s".into(),
+            install_disk: "/dev/sda".into(),
+            config_delivery: ConfigDelivery::Apply,
+            ssh_key_ids: vec![],
+            keys: JoinKeys::Pool {
+                join_secrets: secrets.join_secrets(),
+                access: PoolAccess::issue(secrets).unwrap(),
+            },
+        };
+        Value::object([("worker_join", Value::from(join.encode()))])
+    }
+
+    fn with_secrets(text: Option<&str>) -> Value {
+        Value::object([("machine_secrets", Value::from(text.map(str::to_string)))])
+    }
+
+    #[test]
+    fn the_parallel_form_takes_the_secrets_beside_the_bundle_or_from_state() {
+        let secrets = generated_secrets();
+        let yaml = secrets.to_yaml();
+        let copied = |config: &Value, prior: &Value| {
+            let mut planned = bundle(secrets);
+            copy_from_join(&mut planned, config, prior)
+                .map(|()| planned.get("machine_secrets").clone())
+        };
+        // Configured, and the bundle's.
+        let taken = copied(&with_secrets(Some(&yaml)), &Value::Null).unwrap();
+        assert_eq!(taken.as_str(), Some(yaml.as_str()));
+        // Not configured: a cluster made before keeps the secrets in state.
+        let kept = copied(&with_secrets(None), &with_secrets(Some(&yaml))).unwrap();
+        assert_eq!(kept.as_str(), Some(yaml.as_str()));
+        // Not configured and nothing in state: said where and how.
+        let d = copied(&with_secrets(None), &Value::Null).unwrap_err();
+        assert_eq!(d.summary, "Missing machine_secrets");
+        assert_eq!(d.path, Some(attr("machine_secrets")));
+        assert!(
+            d.detail
+                .contains("hct_cluster_secrets.<name>.machine_secrets")
+        );
+        // Another cluster's secrets are refused, without quoting them.
+        let other = Secrets::for_checking().unwrap().to_yaml();
+        let d = copied(&with_secrets(Some(&other)), &Value::Null).unwrap_err();
+        assert_eq!(d.summary, "machine_secrets are not worker_join's");
+        assert!(!d.detail.contains("BEGIN"));
+        let d = copied(&with_secrets(None), &with_secrets(Some(&other))).unwrap_err();
+        assert_eq!(d.summary, "Missing machine_secrets");
     }
 }

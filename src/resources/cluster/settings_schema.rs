@@ -107,7 +107,10 @@ pub fn settings_attributes(required: bool) -> Vec<Attribute> {
             "The cluster's secrets as talosctl's `secrets.yaml`. Default: generated at apply \
              (never at plan: planned values must not change). Set it to adopt an existing \
              cluster's secrets (for import, or to move a serial-form cluster to \
-             `hct_cluster_secrets`). Cannot change once the cluster exists.",
+             `hct_cluster_secrets`). Cannot change once the cluster exists. In `hct_cluster`'s \
+             parallel form, set it to `hct_cluster_secrets.<name>.machine_secrets` beside \
+             `worker_join`: the control plane's configs hold the CA keys, which `worker_join` \
+             does not carry (a cluster made before keeps the secrets in its state).",
         ),
     ];
     debug_assert!(

@@ -6,7 +6,9 @@
 use async_trait::async_trait;
 use tracing::info;
 
+use crate::cluster::ClusterSettings;
 use crate::cluster::preflight::{Paths, Preflight};
+use crate::cluster::settings::Keys;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::cluster::model;
 use crate::resources::cluster::settings_plan::{self, fill_defaults, settings_known};
@@ -27,7 +29,7 @@ fn schema() -> Schema {
         "A cluster's machine secrets (talosctl's `secrets.yaml`, generated at apply, or adopted) \
          and its cluster-wide settings, bundled as `worker_join`: the one source `hct_cluster` \
          and its `hct_worker_pool`s read (`worker_join = hct_cluster_secrets.<name>.worker_join` \
-         in each). Creating it is instant and calls nothing remote, so Terraform can start the \
+         in each; `hct_cluster` also takes `machine_secrets`). Creating it is instant and calls nothing remote, so Terraform can start the \
          pools beside the control plane: their servers are created, attached, booted and \
          configured while the control plane comes up, and join once it can take them. Its plan \
          checks the network (range, node subnet, route `0.0.0.0/0`, the 100-server limit) and \
@@ -44,27 +46,29 @@ fn schema() -> Schema {
             Attribute::computed("worker_join", Type::String)
                 .sensitive()
                 .description(
-                    "The settings and the machine secrets for `hct_cluster.worker_join` and \
-                     `hct_worker_pool.worker_join` (sensitive). Known at plan time once the \
-                     secrets exist.",
+                    "The settings for `hct_cluster.worker_join` and `hct_worker_pool.worker_join` \
+                     (sensitive): the worker share of the secrets (join tokens and CA \
+                     certificates; no CA key, so give `hct_cluster` `machine_secrets` too) and \
+                     client certificates for the pools, valid for a year and issued again by \
+                     an apply in their last month. Known at plan time once the secrets exist \
+                     (unknown while new certificates are due).",
                 ),
         )
 }
 
-/// The bundle of a wholly known planned state; Unknown otherwise.
-fn planned_join(planned: &Value) -> Result<Value, Diagnostic> {
+/// The settings of a wholly known planned state; None while any is unknown.
+fn planned_settings(planned: &Value) -> Result<Option<ClusterSettings>, Diagnostic> {
     let Value::String(text) = planned.get("machine_secrets") else {
-        return Ok(Value::Unknown);
+        return Ok(None);
     };
     if !settings_known(planned) {
-        return Ok(Value::Unknown);
+        return Ok(None);
     }
     let secrets = Secrets::from_yaml(text).map_err(|e| {
         Diagnostic::error("Invalid machine_secrets", e.to_string())
             .at(model::attr("machine_secrets"))
     })?;
-    let settings = model::settings(planned, secrets)?;
-    Ok(Value::from(settings.worker_join().encode()))
+    model::settings(planned, secrets).map(Some)
 }
 
 /// The checks of the network and the image against Hetzner, at plan time
@@ -122,11 +126,12 @@ async fn strangers(ctx: &Context, planned: &Value) -> Diagnostics {
     ) else {
         return Diagnostics::new();
     };
-    let secrets = planned
+    let keys = planned
         .get("machine_secrets")
         .as_str()
-        .and_then(|text| Secrets::from_yaml(text).ok());
-    node_group::strangers(ctx, cluster, None, network, &[], secrets.as_ref()).await
+        .and_then(|text| Secrets::from_yaml(text).ok())
+        .map(Keys::Cluster);
+    node_group::strangers(ctx, cluster, None, network, &[], keys.as_ref()).await
 }
 
 #[async_trait]
@@ -169,8 +174,12 @@ impl Resource for ClusterSecretsResource {
         }
         let name = plan.planned.get("name").clone();
         set(&mut plan.planned, "id", name);
-        match planned_join(&plan.planned) {
-            Ok(join) => set(&mut plan.planned, "worker_join", join),
+        match planned_settings(&plan.planned) {
+            Ok(Some(settings)) => {
+                let join = settings_plan::planned_join(&settings, prior.get("worker_join"));
+                set(&mut plan.planned, "worker_join", join);
+            }
+            Ok(None) => set(&mut plan.planned, "worker_join", Value::Unknown),
             Err(d) => plan.diagnostics.push(d),
         }
         let found = preflight(ctx, prior, &plan.planned).await;
@@ -205,12 +214,17 @@ impl Resource for ClusterSecretsResource {
                 }
             }
         }
-        // Known at plan: kept as planned.
-        if state.get("worker_join").is_unknown() {
-            match planned_join(&state) {
-                Ok(join) => set(&mut state, "worker_join", join),
-                Err(d) => return failed(request.prior, d),
-            }
+        // Known at plan: kept as planned; else with access issued now.
+        let join = planned_settings(&state).and_then(|settings| match settings {
+            Some(settings) => settings_plan::applied_join(&settings, state.get("worker_join")),
+            None => Err(Diagnostic::error(
+                "Could not make worker_join",
+                "A cluster-wide setting is still unknown at apply. This is a bug in hct.",
+            )),
+        });
+        match join {
+            Ok(join) => set(&mut state, "worker_join", join),
+            Err(d) => return failed(request.prior, d),
         }
         Applied {
             new_state: state,

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use crate::cluster::settings::{ClusterSettings, WorkerJoin};
+use crate::cluster::settings::{ClusterSettings, Keys, WorkerJoin};
 use crate::duration;
+use crate::talos::Secrets;
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
 
 /// The client certificate's life when `validity` is unset.
@@ -44,11 +45,47 @@ fn join(config: &Value) -> Option<Result<WorkerJoin, Diagnostic>> {
     }))
 }
 
+/// The Kubernetes CA's key is in the cluster's secrets, not in the bundle.
+fn missing_secrets() -> Diagnostic {
+    Diagnostic::error(
+        "Missing machine_secrets",
+        "The kubeconfig's certificate is signed with the cluster's Kubernetes CA key, which \
+         worker_join does not carry: set machine_secrets = hct_cluster.<name>.machine_secrets \
+         beside worker_join = hct_cluster.<name>.worker_join.",
+    )
+    .at(AttrPath::attr("machine_secrets"))
+}
+
+/// The cluster's secrets, which must be the bundle's.
+fn secrets(config: &Value, join: &WorkerJoin) -> Result<Secrets, Diagnostic> {
+    let at = || AttrPath::attr("machine_secrets");
+    let text = config
+        .get("machine_secrets")
+        .as_str()
+        .ok_or_else(missing_secrets)?;
+    let secrets = Secrets::from_yaml(text)
+        .map_err(|e| Diagnostic::error("Invalid machine_secrets", e.to_string()).at(at()))?;
+    let ours = Keys::Cluster(secrets.clone()).fingerprint();
+    let theirs = join.settings().map(|s| s.secrets_fingerprint());
+    if theirs.as_deref() != Ok(ours.as_str()) {
+        return Err(Diagnostic::error(
+            "machine_secrets are not worker_join's",
+            "Take both from the same cluster: machine_secrets = hct_cluster.<name>.machine_secrets \
+             and worker_join = hct_cluster.<name>.worker_join.",
+        )
+        .at(at()));
+    }
+    Ok(secrets)
+}
+
 /// Checks what is known.
 pub fn validate(config: &Value) -> Diagnostics {
     let mut found = Diagnostics::new();
     if let Some(Err(d)) = join(config) {
         found.push(d);
+    }
+    if config.get("machine_secrets").is_null() {
+        found.push(missing_secrets());
     }
     if !config.get("validity").is_unknown()
         && let Err(d) = validity(config)
@@ -67,13 +104,14 @@ pub fn decode(config: &Value) -> Result<KubeconfigInput, Diagnostic> {
         )
         .at(AttrPath::attr("worker_join")))
     })?;
-    let settings = join.settings().map_err(|why| {
+    let mut settings = join.settings().map_err(|why| {
         Diagnostic::error(
             "Invalid worker_join",
             format!("{why}; pass hct_cluster.<name>.worker_join unchanged"),
         )
         .at(AttrPath::attr("worker_join"))
     })?;
+    settings.keys = Keys::Cluster(secrets(config, &join)?);
     Ok(KubeconfigInput {
         settings,
         validity: validity(config)?,
@@ -85,7 +123,11 @@ mod tests {
     use super::*;
 
     fn config(validity: Value) -> Value {
-        Value::object([("worker_join", Value::Unknown), ("validity", validity)])
+        Value::object([
+            ("worker_join", Value::Unknown),
+            ("machine_secrets", Value::Unknown),
+            ("validity", validity),
+        ])
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `hct_kubeconfig`'s lifecycle: open mints the kubeconfig offline from the
-//! Kubernetes CA in `worker_join` (`talos::client_config`, the one home of
+//! Kubernetes CA in `machine_secrets` (`talos::client_config`, the one home of
 //! hct's kubeconfigs) and takes it apart into the provider credentials.
 //! Nothing is held, so close has nothing to release, and the certificate is
 //! made to outlast the run, so renewal is never asked for.
@@ -25,7 +25,7 @@ fn mint(config: &Value, proxy_url: Option<String>) -> Result<Value, Diagnostic> 
     let kubeconfig = client_config::admin_kubeconfig_valid_for(
         &settings.cluster_name,
         &settings.plan,
-        &settings.secrets,
+        settings.cluster_secrets().map_err(|e| e.to_diagnostic())?,
         now,
         input.validity,
     )

@@ -31,6 +31,14 @@ pub fn schema() -> Schema {
             ),
     )
     .attribute(
+        Attribute::optional("machine_secrets", Type::String)
+            .sensitive()
+            .description(
+                "`hct_cluster.<name>.machine_secrets`: the cluster's secrets, whose Kubernetes CA \
+                 signs the certificate (`worker_join` carries no CA key). Required.",
+            ),
+    )
+    .attribute(
         Attribute::optional("validity", Type::String).description(format!(
             "How long the client certificate lasts, e.g. `30m` or `2h`: from {min} to {max} \
          (default {default}). Long enough for the run that uses it; it is never renewed.",

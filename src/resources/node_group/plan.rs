@@ -5,11 +5,11 @@
 use crate::cluster::apply::Clients;
 use crate::cluster::budget::Budget;
 use crate::cluster::leftovers::{self, Found};
-use crate::cluster::settings::{self, ClusterSettings, NodeTraits, config_sha256};
+use crate::cluster::settings::{ClusterSettings, Keys, NodeTraits, config_sha256};
 use crate::cluster::{ClusterError, GroupSpec, NodeRecord, NodeSlot, naming, preflight};
 use crate::provider::Context;
 use crate::resources::values::string_map;
-use crate::talos::{Role, Secrets};
+use crate::talos::Role;
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Value};
 
 /// A group's spec from the object that holds its `server_type`, `location`
@@ -110,7 +110,7 @@ pub fn plan_nodes(
 /// `group` is None) that state does not know (`cluster::leftovers`), when
 /// it would create servers: those that may be live make it fail with their
 /// names and the ways out; those that hold nothing are announced for
-/// deletion. `secrets` (None while unknown, for a new cluster) recognise
+/// deletion. `keys` (None while unknown, for a new cluster) recognise
 /// this cluster's own.
 pub async fn strangers(
     ctx: &Context,
@@ -118,7 +118,7 @@ pub async fn strangers(
     group: Option<&str>,
     network: i64,
     prior: &[NodeRecord],
-    secrets: Option<&Secrets>,
+    keys: Option<&Keys>,
 ) -> Diagnostics {
     let mut diagnostics = Diagnostics::new();
     let client = match ctx.hcloud() {
@@ -147,8 +147,8 @@ pub async fn strangers(
         Ok(p) => p,
         Err(d) => return d.into(),
     };
-    let fingerprint = secrets.map(settings::secrets_fingerprint);
-    let trust = secrets.and_then(|s| settings::api_trust(s).ok());
+    let fingerprint = keys.map(Keys::fingerprint);
+    let trust = keys.and_then(|k| k.api_trust().ok());
     let found = leftovers::strangers(
         &servers,
         prior,

@@ -110,7 +110,7 @@ impl GroupKind for WorkerPool {
                 Some(&pool),
                 settings.network_id,
                 &nodes_from(prior.get("nodes")),
-                Some(&settings.secrets),
+                Some(&settings.keys),
             )
             .await;
             plan.diagnostics.extend(found);

@@ -18,7 +18,9 @@ pub fn schema() -> Schema {
         Attribute::required("worker_join", Type::String)
             .sensitive()
             .description(
-                "The cluster's settings and secrets: `hct_cluster_secrets.<name>.worker_join` \
+                "The cluster's settings, the worker share of its secrets (join tokens and CA \
+                 certificates, no CA key) and the pool's client certificates (renewed by the \
+                 cluster a month before they expire): `hct_cluster_secrets.<name>.worker_join` \
                  (the parallel form: the pool creates and boots its servers while the control \
                  plane comes up, and its nodes join once it can take them) or \
                  `hct_cluster.<name>.worker_join` (the serial form: the pool starts once the \

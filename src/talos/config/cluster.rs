@@ -7,15 +7,21 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::images;
-use super::input::{Node, Role};
+use super::input::Node;
 use crate::network_plan::NetworkPlan;
-use crate::talos::Secrets;
 use crate::talos::pki::CertificateAuthority;
 use crate::talos::secrets::EncryptionSecret;
+use crate::talos::{JoinSecrets, Secrets};
 
 const DNS_DOMAIN: &str = "cluster.local";
 
-pub(crate) fn section(node: &Node, plan: &NetworkPlan, secrets: &Secrets) -> Value {
+/// `control_plane`: the whole bundle, for a control plane's config only.
+pub(crate) fn section(
+    node: &Node,
+    plan: &NetworkPlan,
+    secrets: &JoinSecrets,
+    control_plane: Option<&Secrets>,
+) -> Value {
     let mut cluster = Map::new();
     cluster.insert("id".into(), json!(secrets.cluster_id));
     cluster.insert("secret".into(), json!(secrets.cluster_secret));
@@ -26,15 +32,18 @@ pub(crate) fn section(node: &Node, plan: &NetworkPlan, secrets: &Secrets) -> Val
     cluster.insert("clusterName".into(), json!(node.cluster_name));
     cluster.insert("network".into(), network(plan));
     cluster.insert("token".into(), json!(secrets.bootstrap_token));
-    match node.role {
-        Role::ControlPlane => control_plane_only(&mut cluster, node, plan, secrets),
-        Role::Worker => {
-            cluster.insert("ca".into(), certificate_only(secrets.kubernetes_ca()));
+    match control_plane {
+        Some(all) => control_plane_only(&mut cluster, node, plan, all),
+        None => {
+            cluster.insert(
+                "ca".into(),
+                json!({"crt": STANDARD.encode(&secrets.kubernetes_ca_certificate), "key": ""}),
+            );
         }
     }
     cluster.insert("discovery".into(), discovery());
-    if node.role == Role::ControlPlane {
-        cluster.insert("etcd".into(), etcd(plan, secrets));
+    if let Some(all) = control_plane {
+        cluster.insert("etcd".into(), etcd(plan, all));
     }
     Value::Object(cluster)
 }
@@ -170,8 +179,4 @@ fn certificate_and_key(ca: &CertificateAuthority) -> Value {
         "crt": STANDARD.encode(ca.certificate_pem()),
         "key": STANDARD.encode(ca.key().as_pem()),
     })
-}
-
-fn certificate_only(ca: &CertificateAuthority) -> Value {
-    json!({"crt": STANDARD.encode(ca.certificate_pem()), "key": ""})
 }

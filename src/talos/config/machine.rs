@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::input::{Node, Role};
 use super::{images, install, network};
 use crate::network_plan::NetworkPlan;
-use crate::talos::Secrets;
+use crate::talos::{JoinSecrets, Secrets};
 
 /// Talos' KubePrism port: an in-node load balancer for the Kubernetes API.
 pub(crate) const KUBE_PRISM_PORT: u16 = 7445;
@@ -16,11 +16,17 @@ pub(crate) const KUBE_PRISM_PORT: u16 = 7445;
 /// Talos labels control-plane nodes so cloud load balancers skip them.
 const EXCLUDE_FROM_LOAD_BALANCERS: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 
-pub(crate) fn section(node: &Node, plan: &NetworkPlan, secrets: &Secrets) -> Value {
+/// `control_plane`: the whole bundle, for a control plane's config only.
+pub(crate) fn section(
+    node: &Node,
+    plan: &NetworkPlan,
+    secrets: &JoinSecrets,
+    control_plane: Option<&Secrets>,
+) -> Value {
     let mut machine = Map::new();
     machine.insert("type".into(), json!(machine_type(node.role)));
     machine.insert("token".into(), json!(secrets.trustd_token));
-    machine.insert("ca".into(), os_ca(node.role, secrets));
+    machine.insert("ca".into(), os_ca(secrets, control_plane));
     // Talos' API answers at the load balancer too (port 50000), so its
     // certificate names that address; nothing else to add otherwise.
     let sans: Vec<String> = plan
@@ -53,13 +59,11 @@ fn machine_type(role: Role) -> &'static str {
 }
 
 /// Workers get the OS CA's certificate only; Talos writes `key: ""` then.
-fn os_ca(role: Role, secrets: &Secrets) -> Value {
-    let ca = secrets.os_ca();
-    let key = match role {
-        Role::ControlPlane => STANDARD.encode(ca.key().as_pem()),
-        Role::Worker => String::new(),
-    };
-    json!({"crt": STANDARD.encode(ca.certificate_pem()), "key": key})
+fn os_ca(secrets: &JoinSecrets, control_plane: Option<&Secrets>) -> Value {
+    let key = control_plane.map_or_else(String::new, |all| {
+        STANDARD.encode(all.os_ca().key().as_pem())
+    });
+    json!({"crt": STANDARD.encode(&secrets.os_ca_certificate), "key": key})
 }
 
 /// The Hetzner cloud controller manager initialises nodes

@@ -54,7 +54,7 @@ pub use patch::PatchError;
 pub use user_data::{USER_DATA_LIMIT, user_data};
 
 use crate::network_plan::NetworkPlan;
-use crate::talos::Secrets;
+use crate::talos::NodeSecrets;
 use crate::talos::yaml;
 
 /// Why a machine config could not be made. Never carries secrets.
@@ -81,6 +81,11 @@ pub enum ConfigError {
         #[source]
         error: PatchError,
     },
+    #[error(
+        "a control plane's config holds the cluster's keys, and only a worker's share of the \
+         secrets is at hand (a worker_join); this is a bug in hct"
+    )]
+    NoClusterSecrets,
     #[error("config_patches make a config this node cannot run with: {0}")]
     Unworkable(String),
     /// The config a node runs could not be read or changed.
@@ -121,19 +126,27 @@ impl fmt::Debug for MachineConfig {
 
 /// The machine config of one node: hct's settings for the plan, then the
 /// user's patches in order.
-pub fn generate(
+pub fn generate<'a>(
     input: &NodeConfigInput,
     plan: &NetworkPlan,
-    secrets: &Secrets,
+    secrets: impl Into<NodeSecrets<'a>>,
 ) -> Result<MachineConfig, ConfigError> {
     let node = input.check()?;
+    let secrets = secrets.into();
+    let join = secrets.join();
+    // A control plane's config holds the cluster's keys; a worker's never.
+    let control_plane = match (node.role, secrets.cluster()) {
+        (Role::ControlPlane, Some(all)) => Some(all),
+        (Role::ControlPlane, None) => return Err(ConfigError::NoClusterSecrets),
+        (Role::Worker, _) => None,
+    };
     let mut documents = vec![json!({
         "version": "v1alpha1",
         "debug": false,
         // Deprecated and ignored, but still what Talos' generator writes.
         "persist": true,
-        "machine": machine::section(&node, plan, secrets),
-        "cluster": cluster::section(&node, plan, secrets),
+        "machine": machine::section(&node, plan, &join, control_plane),
+        "cluster": cluster::section(&node, plan, &join, control_plane),
     })];
     documents.extend(network::documents(&node, plan));
     for (index, text) in input.config_patches.iter().enumerate() {

@@ -208,6 +208,21 @@ fn v1_11_control_plane_uses_the_inline_network_fields() {
 }
 
 #[test]
+fn a_workers_config_is_the_same_from_the_worker_share_and_a_control_plane_needs_more() {
+    let secrets = testing::fixture_secrets();
+    let share = secrets.join_secrets();
+    let worker = input("v1.13.2", Role::Worker);
+    let from_all = generate(&worker, &reference_plan(), secrets).unwrap();
+    let from_share = generate(&worker, &reference_plan(), &share).unwrap();
+    assert_eq!(from_all.as_str(), from_share.as_str());
+    let control_plane = input("v1.13.2", Role::ControlPlane);
+    assert_eq!(
+        generate(&control_plane, &reference_plan(), &share).unwrap_err(),
+        ConfigError::NoClusterSecrets
+    );
+}
+
+#[test]
 fn workers_get_pool_labels_and_taints_and_no_cluster_keys() {
     let mut worker = input("v1.12.6", Role::Worker);
     worker.hostname = "demo-platform-2".into();

@@ -1,0 +1,105 @@
+//! What a worker pool holds to reach its nodes and the cluster once they
+//! exist: a Talos API client certificate (`os:admin`, which applying a
+//! config, upgrading and resetting need) and a Kubernetes one, each with its
+//! key. The cluster issues them (it holds the CAs' keys) for a year, carries
+//! them to the pools in `worker_join`, and issues them again when less than
+//! a month is left, as it does the talosconfig. A pool's state thus holds
+//! certificates that expire, never a key that can sign new ones.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use super::ClusterError;
+use crate::secret::Secret;
+use crate::talos::api::{AdminCredentials, Trust};
+use crate::talos::client_config::{
+    self, ADMIN_CERTIFICATE_VALIDITY, ApiCredentials, RENEWAL_WINDOW,
+};
+use crate::talos::pki::certificate_not_after;
+use crate::talos::{JoinSecrets, Secrets};
+
+/// A pool's client certificates and keys (PEM). Debug shows no secret.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolAccess {
+    talos_certificate: String,
+    talos_key: String,
+    kubernetes_certificate: String,
+    kubernetes_key: String,
+}
+
+impl fmt::Debug for PoolAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PoolAccess").finish_non_exhaustive()
+    }
+}
+
+impl PoolAccess {
+    /// New certificates from the cluster's CAs, valid for a year.
+    pub fn issue(secrets: &Secrets) -> Result<Self, ClusterError> {
+        let failed = |e: client_config::ClientConfigError| ClusterError::Credentials(e.to_string());
+        let talos = client_config::talos_api_credentials(secrets, ADMIN_CERTIFICATE_VALIDITY)
+            .map_err(failed)?;
+        let kubernetes =
+            client_config::kubernetes_api_credentials(secrets, ADMIN_CERTIFICATE_VALIDITY)
+                .map_err(failed)?;
+        Ok(Self {
+            talos_certificate: talos.certificate,
+            talos_key: talos.key,
+            kubernetes_certificate: kubernetes.certificate,
+            kubernetes_key: kubernetes.key,
+        })
+    }
+
+    /// When the first of the two certificates expires (None: unreadable).
+    pub fn expires(&self) -> Option<SystemTime> {
+        let talos = certificate_not_after(&self.talos_certificate).ok()?;
+        let kubernetes = certificate_not_after(&self.kubernetes_certificate).ok()?;
+        Some(talos.min(kubernetes))
+    }
+
+    /// Whether the cluster should issue them again (as its talosconfig).
+    pub fn due_for_renewal(&self, now: SystemTime) -> bool {
+        self.expires()
+            .is_none_or(|expires| expires < now + RENEWAL_WINDOW)
+    }
+
+    /// The pool's calls to its nodes' Talos API.
+    pub fn talos(&self, join: &JoinSecrets) -> Trust {
+        Trust::Admin(AdminCredentials {
+            os_ca: join.os_ca_certificate().to_string(),
+            certificate: self.talos_certificate.clone(),
+            key: Secret::new(self.talos_key.clone()),
+        })
+    }
+
+    /// The pool's calls to the Kubernetes API.
+    pub fn kubernetes(&self, join: &JoinSecrets) -> ApiCredentials {
+        ApiCredentials {
+            ca: join.kubernetes_ca_certificate().to_string(),
+            certificate: self.kubernetes_certificate.clone(),
+            key: self.kubernetes_key.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::talos::testing::generated_secrets;
+    use std::time::Duration;
+
+    #[test]
+    fn issued_for_a_year_and_renewed_in_its_last_month() {
+        let access = PoolAccess::issue(generated_secrets()).unwrap();
+        let now = SystemTime::now();
+        let left = access.expires().unwrap().duration_since(now).unwrap();
+        assert!(left > ADMIN_CERTIFICATE_VALIDITY - Duration::from_secs(3600));
+        assert!(!access.due_for_renewal(now));
+        assert!(access.due_for_renewal(now + ADMIN_CERTIFICATE_VALIDITY - RENEWAL_WINDOW / 2));
+        let text = serde_json::to_string(&access).unwrap();
+        assert!(!text.contains(generated_secrets().os_ca().certificate_pem()));
+        assert!(format!("{access:?}").len() < 40, "Debug shows nothing");
+    }
+}
