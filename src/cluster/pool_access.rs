@@ -99,7 +99,13 @@ mod tests {
         assert!(!access.due_for_renewal(now));
         assert!(access.due_for_renewal(now + ADMIN_CERTIFICATE_VALIDITY - RENEWAL_WINDOW / 2));
         let text = serde_json::to_string(&access).unwrap();
-        assert!(!text.contains(generated_secrets().os_ca().certificate_pem()));
+        let secrets = generated_secrets();
+        for ca_key in [
+            secrets.os_ca().key().as_pem(),
+            secrets.kubernetes_ca().key().as_pem(),
+        ] {
+            assert!(!text.contains(ca_key.lines().nth(1).unwrap()), "no CA key");
+        }
         assert!(format!("{access:?}").len() < 40, "Debug shows nothing");
     }
 }

@@ -165,11 +165,7 @@ impl ClusterSettings {
     }
 
     /// The pools' bundle, with the access the cluster issued them.
-    pub fn worker_join(&self, access: &PoolAccess) -> WorkerJoin {
-        let join = match &self.keys {
-            Keys::Cluster(secrets) => secrets.join_secrets(),
-            Keys::Pool { join, .. } => join.clone(),
-        };
+    pub fn worker_join(&self, secrets: &Secrets, access: &PoolAccess) -> WorkerJoin {
         WorkerJoin {
             version: WorkerJoin::VERSION,
             cluster_name: self.cluster_name.clone(),
@@ -183,7 +179,7 @@ impl ClusterSettings {
             config_delivery: self.delivery,
             ssh_key_ids: self.ssh_key_ids.clone(),
             keys: JoinKeys::Pool {
-                join_secrets: join,
+                join_secrets: secrets.join_secrets(),
                 access: access.clone(),
             },
         }
@@ -273,6 +269,19 @@ pub enum JoinKeys {
     Legacy { machine_secrets: String },
 }
 
+impl JoinKeys {
+    /// Whether the bundle was made from `secrets` (the whole worker share,
+    /// tokens included, is theirs).
+    pub fn is_of(&self, secrets: &Secrets) -> bool {
+        match self {
+            JoinKeys::Pool { join_secrets, .. } => *join_secrets == secrets.join_secrets(),
+            JoinKeys::Legacy { machine_secrets } => {
+                Secrets::from_yaml(machine_secrets).is_ok_and(|theirs| theirs == *secrets)
+            }
+        }
+    }
+}
+
 impl WorkerJoin {
     /// Bumped when the bundle's meaning changes (2: the worker share and
     /// the pool's access instead of the whole `secrets.yaml`).
@@ -293,7 +302,11 @@ impl WorkerJoin {
                 e.column()
             )
         })?;
-        if !(1..=Self::VERSION).contains(&join.version) {
+        let layout_of_version = match &join.keys {
+            JoinKeys::Pool { .. } => Self::VERSION,
+            JoinKeys::Legacy { .. } => 1,
+        };
+        if join.version != layout_of_version {
             return Err(format!(
                 "worker_join version {} is not understood by this hct (version {}); use the same \
                  hct release for the cluster and its pools",

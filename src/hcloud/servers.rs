@@ -293,7 +293,7 @@ impl Client {
                 .await;
             match sent {
                 Ok(answer) => return Ok((answer.image, Some(answer.action))),
-                Err(e) if e.is_ambiguous() && attempt < SNAPSHOT_ATTEMPTS => {
+                Err(e) if e.is_ambiguous() => {
                     if let Some(made) = self.snapshot_made_from(server, labels).await? {
                         info!(
                             server,
@@ -301,6 +301,9 @@ impl Client {
                             "the snapshot was made although its answer was lost: taking it"
                         );
                         return Ok((made, None));
+                    }
+                    if attempt >= SNAPSHOT_ATTEMPTS {
+                        return Err(e);
                     }
                     debug!(server, attempt, "no snapshot was made ({e}); asking again");
                     self.sleep(self.pace().scaled(SNAPSHOT_RETRY_WAIT), &path)

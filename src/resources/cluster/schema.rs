@@ -23,7 +23,8 @@ pub fn schema() -> Schema {
          (the parallel form: the pools read the same bundle and boot their servers while the control \
          plane comes up), or from the attributes `name` to `machine_secrets` set here (the serial \
          form: pools take this resource's computed `worker_join` and start after it). In the parallel \
-         form those attributes are read-only copies of the bundle's values.\n\n\
+         form those attributes are read-only copies of the bundle's values, but \
+         `machine_secrets`, set beside `worker_join` to `hct_cluster_secrets.<name>.machine_secrets`.\n\n\
          Every server is in state as soon as it exists; a failed or interrupted apply leaves \
          partial state (a failed create taints the resource: `terraform untaint` to continue \
          instead of replacing). Changes to patches, labels or the plan are re-applied one node at \

@@ -78,6 +78,9 @@ pub fn copy_from_join(
             }
             if !configured.is_null() {
                 set(planned, "machine_secrets", configured);
+            } else if prior.get("machine_secrets").is_null() {
+                // Said at plan, before the pools start their servers.
+                return Err(missing_secrets());
             }
             return Ok(());
         }
@@ -122,15 +125,7 @@ fn secrets_beside_join(
     configured: Value,
     prior: &Value,
 ) -> Result<Value, Diagnostic> {
-    let os_ca = match keys {
-        JoinKeys::Pool { join_secrets, .. } => join_secrets.os_ca_certificate().to_string(),
-        JoinKeys::Legacy { machine_secrets } => Secrets::from_yaml(machine_secrets)
-            .map(|s| s.os_ca().certificate_pem().to_string())
-            .unwrap_or_default(),
-    };
-    let matches = |text: &str| {
-        Secrets::from_yaml(text).is_ok_and(|secrets| secrets.os_ca().certificate_pem() == os_ca)
-    };
+    let matches = |text: &str| Secrets::from_yaml(text).is_ok_and(|secrets| keys.is_of(&secrets));
     match (&configured, keys) {
         (Value::Unknown, _) => Ok(Value::Unknown),
         (Value::String(text), _) if matches(text) => Ok(configured),
@@ -144,15 +139,19 @@ fn secrets_beside_join(
         (_, JoinKeys::Legacy { machine_secrets }) => Ok(Value::from(machine_secrets.as_str())),
         (_, JoinKeys::Pool { .. }) => match prior.get("machine_secrets") {
             Value::String(text) if matches(text) => Ok(Value::from(text.as_str())),
-            _ => Err(Diagnostic::error(
-                "Missing machine_secrets",
-                "The control plane's configs hold the cluster's CA keys, which worker_join does \
-                 not carry (the pools read it too). Set machine_secrets = \
-                 hct_cluster_secrets.<name>.machine_secrets beside worker_join.",
-            )
-            .at(attr("machine_secrets"))),
+            _ => Err(missing_secrets()),
         },
     }
+}
+
+fn missing_secrets() -> Diagnostic {
+    Diagnostic::error(
+        "Missing machine_secrets",
+        "The control plane's configs hold the cluster's CA keys, which worker_join does not \
+         carry (the pools read it too). Set machine_secrets = \
+         hct_cluster_secrets.<name>.machine_secrets beside worker_join.",
+    )
+    .at(attr("machine_secrets"))
 }
 
 /// The pools' bundle at plan time: these settings with the access the
@@ -162,25 +161,18 @@ pub fn planned_join(settings: &ClusterSettings, prior_join: &Value) -> Value {
     let Ok(secrets) = settings.cluster_secrets() else {
         return Value::Unknown;
     };
-    let share = secrets.join_secrets();
     let access = prior_join
         .as_str()
         .and_then(|text| WorkerJoin::decode(text).ok())
+        .filter(|join| join.keys.is_of(secrets))
         .and_then(|join| match join.keys {
-            JoinKeys::Pool {
-                join_secrets,
-                access,
-            } if join_secrets.os_ca_certificate() == share.os_ca_certificate()
-                && join_secrets.kubernetes_ca_certificate()
-                    == share.kubernetes_ca_certificate()
-                && !access.due_for_renewal(SystemTime::now()) =>
-            {
+            JoinKeys::Pool { access, .. } if !access.due_for_renewal(SystemTime::now()) => {
                 Some(access)
             }
             _ => None,
         });
     access.map_or(Value::Unknown, |access| {
-        Value::from(settings.worker_join(&access).encode())
+        Value::from(settings.worker_join(secrets, &access).encode())
     })
 }
 
@@ -189,11 +181,9 @@ pub fn applied_join(settings: &ClusterSettings, planned_join: &Value) -> Result<
     if let Value::String(_) = planned_join {
         return Ok(planned_join.clone());
     }
-    let access = settings
-        .cluster_secrets()
-        .and_then(PoolAccess::issue)
-        .map_err(|e| e.to_diagnostic())?;
-    Ok(Value::from(settings.worker_join(&access).encode()))
+    let secrets = settings.cluster_secrets().map_err(|e| e.to_diagnostic())?;
+    let access = PoolAccess::issue(secrets).map_err(|e| e.to_diagnostic())?;
+    Ok(Value::from(settings.worker_join(secrets, &access).encode()))
 }
 
 /// Whether two `secrets.yaml` texts hold the same secrets.
@@ -422,8 +412,58 @@ mod tests {
         let other = Secrets::for_checking().unwrap().to_yaml();
         let d = copied(&with_secrets(Some(&other)), &Value::Null).unwrap_err();
         assert_eq!(d.summary, "machine_secrets are not worker_join's");
-        assert!(!d.detail.contains("BEGIN"));
+        let token = other
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("bootstraptoken: "))
+            .unwrap();
+        assert!(!d.detail.contains(token));
         let d = copied(&with_secrets(None), &with_secrets(Some(&other))).unwrap_err();
         assert_eq!(d.summary, "Missing machine_secrets");
+        // Said at plan even while the bundle is unknown (a new cluster).
+        let mut planned = Value::object([("worker_join", Value::Unknown)]);
+        let d = copy_from_join(&mut planned, &with_secrets(None), &Value::Null).unwrap_err();
+        assert_eq!(d.summary, "Missing machine_secrets");
+        let mut planned = Value::object([("worker_join", Value::Unknown)]);
+        copy_from_join(&mut planned, &with_secrets(Some(&yaml)), &Value::Null).unwrap();
+        assert_eq!(planned.get("machine_secrets").as_str(), Some(yaml.as_str()));
+    }
+
+    #[test]
+    fn the_pools_access_is_kept_while_good_and_made_anew_otherwise() {
+        let secrets = generated_secrets();
+        let mut planned = bundle(secrets);
+        let yaml = secrets.to_yaml();
+        copy_from_join(&mut planned, &with_secrets(Some(&yaml)), &Value::Null).unwrap();
+        set(
+            &mut planned,
+            "network_plan",
+            Value::from(
+                crate::talos::testing::reference_plan()
+                    .to_json()
+                    .to_string(),
+            ),
+        );
+        let settings = super::super::model::settings(&planned, secrets.clone()).unwrap();
+        let prior = planned.get("worker_join").clone();
+        // This cluster's, good for a year: the same certificates.
+        let kept = planned_join(&settings, &prior);
+        let access = |v: &Value| match WorkerJoin::decode(v.as_str().unwrap()).unwrap().keys {
+            JoinKeys::Pool { access, .. } => access,
+            JoinKeys::Legacy { .. } => panic!("a new bundle is never legacy"),
+        };
+        assert_eq!(access(&kept), access(&prior));
+        // Another cluster's bundle, or none: issued at apply.
+        let other = Secrets::for_checking().unwrap();
+        let mut theirs = bundle(&other);
+        copy_from_join(
+            &mut theirs,
+            &with_secrets(Some(&other.to_yaml())),
+            &Value::Null,
+        )
+        .unwrap();
+        assert!(planned_join(&settings, theirs.get("worker_join")).is_unknown());
+        assert!(planned_join(&settings, &Value::Null).is_unknown());
+        let applied = applied_join(&settings, &Value::Unknown).unwrap();
+        assert_ne!(access(&applied), access(&prior));
     }
 }

@@ -65,9 +65,7 @@ fn secrets(config: &Value, join: &WorkerJoin) -> Result<Secrets, Diagnostic> {
         .ok_or_else(missing_secrets)?;
     let secrets = Secrets::from_yaml(text)
         .map_err(|e| Diagnostic::error("Invalid machine_secrets", e.to_string()).at(at()))?;
-    let ours = Keys::Cluster(secrets.clone()).fingerprint();
-    let theirs = join.settings().map(|s| s.secrets_fingerprint());
-    if theirs.as_deref() != Ok(ours.as_str()) {
+    if !join.keys.is_of(&secrets) {
         return Err(Diagnostic::error(
             "machine_secrets are not worker_join's",
             "Take both from the same cluster: machine_secrets = hct_cluster.<name>.machine_secrets \

@@ -31,11 +31,11 @@ pub fn schema() -> Schema {
             ),
     )
     .attribute(
-        Attribute::optional("machine_secrets", Type::String)
+        Attribute::required("machine_secrets", Type::String)
             .sensitive()
             .description(
                 "`hct_cluster.<name>.machine_secrets`: the cluster's secrets, whose Kubernetes CA \
-                 signs the certificate (`worker_join` carries no CA key). Required.",
+                 signs the certificate (`worker_join` carries no CA key).",
             ),
     )
     .attribute(
