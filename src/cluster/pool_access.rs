@@ -3,11 +3,13 @@
 //! config, upgrading and resetting need) and a Kubernetes one, each with its
 //! key. The cluster issues them (it holds the CAs' keys) for a year, carries
 //! them to the pools in `worker_join`, and issues them again when less than
-//! a month is left, as it does the talosconfig. A pool's state thus holds
-//! certificates that expire, never a key that can sign new ones.
+//! a month is left, as it does the talosconfig. They are derived from the
+//! CAs' keys and the issue period, so `worker_join` is known at plan time.
+//! A pool's state thus holds certificates that expire, never a key that can
+//! sign new ones.
 
 use std::fmt;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +21,11 @@ use crate::talos::client_config::{
 };
 use crate::talos::pki::certificate_not_after;
 use crate::talos::{JoinSecrets, Secrets};
+
+/// Certificates are issued for the start of the period of this length they
+/// are asked for in: a plan and its apply agree unless a period begins
+/// between them (then the apply asks for a new plan).
+const ISSUE_PERIOD: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// A pool's client certificates and keys (PEM). Debug shows no secret.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,14 +43,19 @@ impl fmt::Debug for PoolAccess {
 }
 
 impl PoolAccess {
-    /// New certificates from the cluster's CAs, valid for a year.
-    pub fn issue(secrets: &Secrets) -> Result<Self, ClusterError> {
-        let failed = |e: client_config::ClientConfigError| ClusterError::Credentials(e.to_string());
-        let talos = client_config::talos_api_credentials(secrets, ADMIN_CERTIFICATE_VALIDITY)
-            .map_err(failed)?;
-        let kubernetes =
-            client_config::kubernetes_api_credentials(secrets, ADMIN_CERTIFICATE_VALIDITY)
-                .map_err(failed)?;
+    /// Certificates from the cluster's CAs for the period `now` is in,
+    /// valid for a year from its start. The same for every `now` of a
+    /// period, so a plan can show them and its apply make them again.
+    pub fn issue(secrets: &Secrets, now: SystemTime) -> Result<Self, ClusterError> {
+        let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        let period_start =
+            UNIX_EPOCH + Duration::from_secs(since_epoch - since_epoch % ISSUE_PERIOD.as_secs());
+        let (talos, kubernetes) = client_config::derived_api_credentials(
+            secrets,
+            period_start,
+            ADMIN_CERTIFICATE_VALIDITY,
+        )
+        .map_err(|e| ClusterError::Credentials(e.to_string()))?;
         Ok(Self {
             talos_certificate: talos.certificate,
             talos_key: talos.key,
@@ -88,14 +100,13 @@ impl PoolAccess {
 mod tests {
     use super::*;
     use crate::talos::testing::generated_secrets;
-    use std::time::Duration;
 
     #[test]
-    fn issued_for_a_year_and_renewed_in_its_last_month() {
-        let access = PoolAccess::issue(generated_secrets()).unwrap();
+    fn issued_for_a_year_from_its_period_and_renewed_in_its_last_month() {
         let now = SystemTime::now();
+        let access = PoolAccess::issue(generated_secrets(), now).unwrap();
         let left = access.expires().unwrap().duration_since(now).unwrap();
-        assert!(left > ADMIN_CERTIFICATE_VALIDITY - Duration::from_secs(3600));
+        assert!(left > ADMIN_CERTIFICATE_VALIDITY - ISSUE_PERIOD);
         assert!(!access.due_for_renewal(now));
         assert!(access.due_for_renewal(now + ADMIN_CERTIFICATE_VALIDITY - RENEWAL_WINDOW / 2));
         let text = serde_json::to_string(&access).unwrap();
@@ -107,5 +118,24 @@ mod tests {
             assert!(!text.contains(ca_key.lines().nth(1).unwrap()), "no CA key");
         }
         assert!(format!("{access:?}").len() < 40, "Debug shows nothing");
+    }
+
+    #[test]
+    fn the_same_within_a_period_and_new_in_the_next() {
+        let secrets = generated_secrets();
+        let start = UNIX_EPOCH + ISSUE_PERIOD * 700;
+        let first = PoolAccess::issue(secrets, start).unwrap();
+        let later = PoolAccess::issue(secrets, start + ISSUE_PERIOD / 2).unwrap();
+        assert!(
+            first == later,
+            "byte for byte, keys and signatures included"
+        );
+        let next = PoolAccess::issue(secrets, start + ISSUE_PERIOD).unwrap();
+        assert!(first != next);
+        assert!(next.talos_key != first.talos_key && next.kubernetes_key != first.kubernetes_key);
+        let other = Secrets::for_checking().unwrap();
+        let theirs = PoolAccess::issue(&other, start).unwrap();
+        assert!(theirs.talos_key != first.talos_key);
+        assert!(theirs.kubernetes_key != first.kubernetes_key);
     }
 }

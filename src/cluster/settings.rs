@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -164,9 +164,28 @@ impl ClusterSettings {
         }
     }
 
-    /// The pools' bundle, with the access the cluster issued them.
-    pub fn worker_join(&self, secrets: &Secrets, access: &PoolAccess) -> WorkerJoin {
-        WorkerJoin {
+    /// The pools' bundle: these settings, the worker share and the pools'
+    /// access — the one `prior` (the bundle in state) carries while it is
+    /// these secrets' and not due for renewal, else access for `now`'s
+    /// period (`PoolAccess::issue`: the same for the plan and its apply).
+    pub fn worker_join(
+        &self,
+        prior: Option<&str>,
+        now: SystemTime,
+    ) -> Result<WorkerJoin, ClusterError> {
+        let secrets = self.cluster_secrets()?;
+        let kept = prior
+            .and_then(|text| WorkerJoin::decode(text).ok())
+            .filter(|join| join.keys.is_of(secrets))
+            .and_then(|join| match join.keys {
+                JoinKeys::Pool { access, .. } if !access.due_for_renewal(now) => Some(access),
+                _ => None,
+            });
+        let access = match kept {
+            Some(access) => access,
+            None => PoolAccess::issue(secrets, now)?,
+        };
+        Ok(WorkerJoin {
             version: WorkerJoin::VERSION,
             cluster_name: self.cluster_name.clone(),
             network_id: self.network_id,
@@ -180,9 +199,9 @@ impl ClusterSettings {
             ssh_key_ids: self.ssh_key_ids.clone(),
             keys: JoinKeys::Pool {
                 join_secrets: secrets.join_secrets(),
-                access: access.clone(),
+                access,
             },
-        }
+        })
     }
 }
 

@@ -327,6 +327,35 @@ pub fn kubernetes_api_credentials(
     })
 }
 
+/// Talos and Kubernetes admin credentials valid `validity` from
+/// `not_before`, made from the CAs' keys and `not_before` alone (see
+/// `CertificateAuthority::issue_derived`): the same each time they are asked
+/// for, so a plan can carry them. For the pools (`cluster::pool_access`).
+pub fn derived_api_credentials(
+    secrets: &Secrets,
+    not_before: SystemTime,
+    validity: Duration,
+) -> Result<(ApiCredentials, ApiCredentials), ClientConfigError> {
+    let derived = |ca: &super::pki::CertificateAuthority, what, request| {
+        let certificate = ca
+            .issue_derived(&request, what, not_before)
+            .map_err(|source| ClientConfigError::Certificate { what, source })?;
+        Ok::<_, ClientConfigError>(ApiCredentials {
+            ca: ca.certificate_pem().to_string(),
+            certificate: certificate.cert_pem.clone(),
+            key: certificate.key.as_pem().to_string(),
+        })
+    };
+    Ok((
+        derived(secrets.os_ca(), "Talos API", talos_admin(validity))?,
+        derived(
+            secrets.kubernetes_ca(),
+            "Kubernetes API",
+            kubernetes_admin(validity),
+        )?,
+    ))
+}
+
 /// The talosconfig's certificate: Talos' `os:admin` role, Ed25519.
 fn talos_admin(validity: Duration) -> ClientCertificateRequest {
     ClientCertificateRequest {

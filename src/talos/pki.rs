@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, DnValue,
-    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyUsagePurpose, SerialNumber,
+    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SerialNumber,
 };
 use time::OffsetDateTime;
 use x509_parser::certificate::X509Certificate;
@@ -158,30 +158,83 @@ impl CertificateAuthority {
         request: &ClientCertificateRequest,
         now: SystemTime,
     ) -> Result<IssuedCertificate, PkiError> {
+        let key = PrivateKeyPem::generate(request.algorithm)?;
+        self.sign_client(request, key, now - CLOCK_SKEW, random_serial()?)
+    }
+
+    /// A client certificate valid from `not_before`, whose key, serial and
+    /// signature follow from this CA's key, `label` and `not_before` alone:
+    /// asked twice, it is the same certificate (Ed25519 signs
+    /// deterministically, and ECDSA here with RFC 6979 nonces). So a plan
+    /// can show it and the apply make it again.
+    pub(crate) fn issue_derived(
+        &self,
+        request: &ClientCertificateRequest,
+        label: &str,
+        not_before: SystemTime,
+    ) -> Result<IssuedCertificate, PkiError> {
+        use sha2::{Digest, Sha256};
+        let since = not_before
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs();
+        let seed: [u8; 32] = Sha256::new()
+            .chain_update(b"hct derived client certificate\0")
+            .chain_update(label.as_bytes())
+            .chain_update([0])
+            .chain_update(self.key.as_pem().as_bytes())
+            .chain_update(since.to_be_bytes())
+            .finalize()
+            .into();
+        let key = PrivateKeyPem::derive(request.algorithm, &seed)?;
+        let mut serial: [u8; 16] = Sha256::digest(seed)[..16].try_into().unwrap_or_default();
+        serial[0] = (serial[0] & 0x7f) | 0x40;
+        self.sign_client(request, key, not_before, SerialNumber::from_slice(&serial))
+    }
+
+    fn sign_client(
+        &self,
+        request: &ClientCertificateRequest,
+        key: PrivateKeyPem,
+        not_before: SystemTime,
+        serial: SerialNumber,
+    ) -> Result<IssuedCertificate, PkiError> {
         let ca_der = certificate_der(&self.cert_pem)?;
         ensure_single_valued_subject(&parse_certificate(&ca_der)?)?;
-        let issuer = Issuer::from_ca_cert_der(&ca_der.as_slice().into(), self.key.signing_key()?)
-            .map_err(|_| PkiError::UnsupportedSubject)?;
-
-        let key = PrivateKeyPem::generate(request.algorithm)?;
         let mut params = CertificateParams::default();
         params.distinguished_name = request.subject()?;
-        params.not_before = OffsetDateTime::from(now - CLOCK_SKEW);
-        let expires = now + request.validity;
+        params.not_before = OffsetDateTime::from(not_before);
+        let expires = not_before + request.validity + CLOCK_SKEW;
         params.not_after = OffsetDateTime::from(expires);
-        params.serial_number = Some(random_serial()?);
+        params.serial_number = Some(serial);
         params.key_usages = request.key_usages.clone();
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         params.use_authority_key_identifier_extension = true;
-        let cert = params
-            .signed_by(&key.signing_key()?, &issuer)
-            .map_err(|e| PkiError::Signing(e.to_string()))?;
+        let subject = key.signing_key()?;
+        let cert = match self.key.deterministic_signer() {
+            Some(signer) => signed(&params, &subject, &ca_der, signer),
+            None => signed(&params, &subject, &ca_der, self.key.signing_key()?),
+        }?;
         Ok(IssuedCertificate {
             cert_pem: cert.pem(),
             key,
             not_after: whole_seconds(expires),
         })
     }
+}
+
+/// `params` for `subject`, signed by the CA of `ca_der` with `signer`.
+fn signed(
+    params: &CertificateParams,
+    subject: &KeyPair,
+    ca_der: &[u8],
+    signer: impl rcgen::SigningKey,
+) -> Result<rcgen::Certificate, PkiError> {
+    let issuer = Issuer::from_ca_cert_der(&ca_der.into(), signer)
+        .map_err(|_| PkiError::UnsupportedSubject)?;
+    params
+        .signed_by(subject, &issuer)
+        .map_err(|e| PkiError::Signing(e.to_string()))
 }
 
 /// Client certificates start this much in the past, so a server whose clock

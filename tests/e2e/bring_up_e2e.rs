@@ -163,9 +163,10 @@ async fn a_serial_cluster_moves_to_the_parallel_form_without_replacing_servers()
                 .contains("hct_cluster_secrets.this will be created"),
             "{out}"
         );
-        // The new bundle carries client certificates for the pools issued
-        // at apply, so the cluster and the pools take it in place there:
-        // nothing is replaced, and no server is made (below).
+        // The adopted secrets make the bundle known at plan time, and equal
+        // to the one the cluster made (the pools' certificates of this
+        // period included): the cluster has nothing to change.
+        assert!(!out.stdout.contains("hct_cluster.this will be"), "{out}");
         assert!(!out.stdout.contains("must be replaced"), "{out}");
         assert!(out.stdout.contains(" 0 to destroy"), "{out}");
         ws.terraform(&["apply", "-auto-approve"])

@@ -55,7 +55,7 @@ fn join(secrets: &Secrets) -> String {
         ssh_key_ids: vec![],
         keys: JoinKeys::Pool {
             join_secrets: secrets.join_secrets(),
-            access: PoolAccess::issue(secrets).unwrap(),
+            access: PoolAccess::issue(secrets, SystemTime::now()).unwrap(),
         },
     }
     .encode()

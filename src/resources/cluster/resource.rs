@@ -193,10 +193,13 @@ impl GroupKind for Cluster {
         load_balancer::plan(&network_plan, prior, planned);
         // The parallel form's bundle is the configuration's.
         if !parallel {
-            let join = settings.as_ref().map_or(Value::Unknown, |s| {
+            let join = settings.as_ref().map_or(Ok(Value::Unknown), |s| {
                 settings_plan::planned_join(s, prior.get("worker_join"))
             });
-            set(planned, "worker_join", join);
+            match join {
+                Ok(join) => set(planned, "worker_join", join),
+                Err(d) => plan.diagnostics.push(d),
+            }
         }
 
         // New servers, or a new server type for the old ones: check what

@@ -42,7 +42,7 @@ pub fn schema() -> Schema {
                  attributes set here) it is computed: everything `hct_worker_pool` needs to join \
                  the cluster: the settings, the worker share of the secrets (join tokens, CA \
                  certificates; no CA key) and client certificates for the pools, valid for a \
-                 year and issued again by an apply in their last month.",
+                 year and issued again by a plan in their last month.",
             ),
     );
     let schema = settings_attributes(false)

@@ -8,7 +8,6 @@ use super::settings_schema::SETTINGS;
 use std::time::SystemTime;
 
 use crate::cluster::ClusterSettings;
-use crate::cluster::pool_access::PoolAccess;
 use crate::cluster::settings::{ConfigDelivery, JoinKeys, WorkerJoin};
 use crate::provider::Plan;
 use crate::resources::values::set;
@@ -154,36 +153,21 @@ fn missing_secrets() -> Diagnostic {
     .at(attr("machine_secrets"))
 }
 
-/// The pools' bundle at plan time: these settings with the access the
-/// prior bundle carried, while it is this cluster's and not due for
-/// renewal; Unknown when new access must be issued ([`applied_join`]).
-pub fn planned_join(settings: &ClusterSettings, prior_join: &Value) -> Value {
-    let Ok(secrets) = settings.cluster_secrets() else {
-        return Value::Unknown;
-    };
-    let access = prior_join
-        .as_str()
-        .and_then(|text| WorkerJoin::decode(text).ok())
-        .filter(|join| join.keys.is_of(secrets))
-        .and_then(|join| match join.keys {
-            JoinKeys::Pool { access, .. } if !access.due_for_renewal(SystemTime::now()) => {
-                Some(access)
-            }
-            _ => None,
-        });
-    access.map_or(Value::Unknown, |access| {
-        Value::from(settings.worker_join(secrets, &access).encode())
-    })
+/// The pools' bundle for a plan ([`ClusterSettings::worker_join`], with
+/// the bundle in state): known, and what the apply makes.
+pub fn planned_join(settings: &ClusterSettings, prior_join: &Value) -> Result<Value, Diagnostic> {
+    settings
+        .worker_join(prior_join.as_str(), SystemTime::now())
+        .map(|join| Value::from(join.encode()))
+        .map_err(|e| e.to_diagnostic())
 }
 
-/// At apply: the planned bundle, or the settings with access issued now.
-pub fn applied_join(settings: &ClusterSettings, planned_join: &Value) -> Result<Value, Diagnostic> {
-    if let Value::String(_) = planned_join {
-        return Ok(planned_join.clone());
+/// At apply: the planned bundle, or (settings unknown at plan) one made now.
+pub fn applied_join(settings: &ClusterSettings, planned: &Value) -> Result<Value, Diagnostic> {
+    match planned {
+        Value::String(_) => Ok(planned.clone()),
+        _ => planned_join(settings, &Value::Null),
     }
-    let secrets = settings.cluster_secrets().map_err(|e| e.to_diagnostic())?;
-    let access = PoolAccess::issue(secrets).map_err(|e| e.to_diagnostic())?;
-    Ok(Value::from(settings.worker_join(secrets, &access).encode()))
 }
 
 /// Whether two `secrets.yaml` texts hold the same secrets.
@@ -358,6 +342,7 @@ fn kubernetes_changes(prior: &Value, proposed: &Value, source: Option<&AttrPath>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::pool_access::PoolAccess;
     use crate::talos::testing::generated_secrets;
 
     fn bundle(secrets: &Secrets) -> Value {
@@ -375,7 +360,7 @@ mod tests {
             ssh_key_ids: vec![],
             keys: JoinKeys::Pool {
                 join_secrets: secrets.join_secrets(),
-                access: PoolAccess::issue(secrets).unwrap(),
+                access: PoolAccess::issue(secrets, std::time::SystemTime::now()).unwrap(),
             },
         };
         Value::object([("worker_join", Value::from(join.encode()))])
@@ -445,14 +430,15 @@ mod tests {
         );
         let settings = super::super::model::settings(&planned, secrets.clone()).unwrap();
         let prior = planned.get("worker_join").clone();
-        // This cluster's, good for a year: the same certificates.
-        let kept = planned_join(&settings, &prior);
         let access = |v: &Value| match WorkerJoin::decode(v.as_str().unwrap()).unwrap().keys {
             JoinKeys::Pool { access, .. } => access,
             JoinKeys::Legacy { .. } => panic!("a new bundle is never legacy"),
         };
-        assert_eq!(access(&kept), access(&prior));
-        // Another cluster's bundle, or none: issued at apply.
+        // This cluster's, good for a year: the same certificates.
+        let kept = planned_join(&settings, &prior).unwrap();
+        assert!(access(&kept) == access(&prior));
+        // Another cluster's bundle, or none: made for this period, known at
+        // plan and the same at apply.
         let other = Secrets::for_checking().unwrap();
         let mut theirs = bundle(&other);
         copy_from_join(
@@ -461,9 +447,10 @@ mod tests {
             &Value::Null,
         )
         .unwrap();
-        assert!(planned_join(&settings, theirs.get("worker_join")).is_unknown());
-        assert!(planned_join(&settings, &Value::Null).is_unknown());
-        let applied = applied_join(&settings, &Value::Unknown).unwrap();
-        assert_ne!(access(&applied), access(&prior));
+        let made = planned_join(&settings, theirs.get("worker_join")).unwrap();
+        assert!(access(&made) != access(theirs.get("worker_join")));
+        assert_eq!(made, planned_join(&settings, &Value::Null).unwrap());
+        assert_eq!(made, applied_join(&settings, &Value::Unknown).unwrap());
+        assert_eq!(kept, applied_join(&settings, &kept).unwrap());
     }
 }

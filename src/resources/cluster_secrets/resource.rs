@@ -50,8 +50,9 @@ fn schema() -> Schema {
                      (sensitive): the worker share of the secrets (join tokens and CA \
                      certificates; no CA key, so give `hct_cluster` `machine_secrets` too) and \
                      client certificates for the pools, valid for a year and issued again by \
-                     an apply in their last month. Known at plan time once the secrets exist \
-                     (unknown while new certificates are due).",
+                     a plan in their last month. Known at plan time once the secrets exist \
+                     (the certificates follow from the CAs' keys and a 30-day period, so plan and \
+                     apply agree).",
                 ),
         )
 }
@@ -176,8 +177,10 @@ impl Resource for ClusterSecretsResource {
         set(&mut plan.planned, "id", name);
         match planned_settings(&plan.planned) {
             Ok(Some(settings)) => {
-                let join = settings_plan::planned_join(&settings, prior.get("worker_join"));
-                set(&mut plan.planned, "worker_join", join);
+                match settings_plan::planned_join(&settings, prior.get("worker_join")) {
+                    Ok(join) => set(&mut plan.planned, "worker_join", join),
+                    Err(d) => plan.diagnostics.push(d),
+                }
             }
             Ok(None) => set(&mut plan.planned, "worker_join", Value::Unknown),
             Err(d) => plan.diagnostics.push(d),

@@ -115,6 +115,42 @@ impl PrivateKeyPem {
         Ok(Self { pem, algorithm })
     }
 
+    /// A key made from `seed` alone: the same seed gives the same key.
+    /// Ed25519 takes it as its seed; P-256 hashes it to a scalar.
+    pub(crate) fn derive(algorithm: KeyAlgorithm, seed: &[u8; 32]) -> Result<Self, KeyError> {
+        let pem = match algorithm {
+            KeyAlgorithm::Ed25519 => pem::encode(LABEL_ED25519, &ed25519_pkcs8(seed)),
+            KeyAlgorithm::EcdsaP256 => pem::encode(LABEL_EC, &sec1_p256(&derived_p256(seed)?)),
+            KeyAlgorithm::Rsa => return Err(KeyError::Generation(KeyAlgorithm::Rsa)),
+        };
+        Ok(Self { pem, algorithm })
+    }
+
+    /// An ECDSA P-256 signer whose signatures depend on the key and the
+    /// message alone (RFC 6979 nonces), unlike ring's; None for other keys.
+    pub(crate) fn deterministic_signer(&self) -> Option<DeterministicEcdsa> {
+        if self.algorithm != KeyAlgorithm::EcdsaP256 {
+            return None;
+        }
+        let block = pem::decode(&self.pem)?;
+        let secret = match block.label.as_str() {
+            LABEL_EC => p256::SecretKey::from_sec1_der(&block.der).ok()?,
+            _ => p256::SecretKey::from_pkcs8_der(&block.der).ok()?,
+        };
+        let public = {
+            use p256::elliptic_curve::sec1::ToEncodedPoint;
+            secret
+                .public_key()
+                .to_encoded_point(false)
+                .as_bytes()
+                .to_vec()
+        };
+        Some(DeterministicEcdsa {
+            key: p256::ecdsa::SigningKey::from(secret),
+            public,
+        })
+    }
+
     /// Reads a PEM key in any form Talos reads (the three labels above, or
     /// a plain PKCS#8 `PRIVATE KEY`), checking that its body parses.
     pub(crate) fn parse(text: &str) -> Result<Self, KeyError> {
@@ -204,6 +240,46 @@ fn ed25519_pkcs8(seed: &[u8; 32]) -> Vec<u8> {
 fn ed25519_seed(der: &[u8]) -> Option<&[u8]> {
     der.strip_prefix(&ED25519_PKCS8_PREFIX[..])
         .filter(|seed| seed.len() == 32)
+}
+
+/// The P-256 key of `seed`: the first of SHA-256(seed, counter) that is a
+/// valid scalar (all but about 2^-32 of them are).
+fn derived_p256(seed: &[u8; 32]) -> Result<p256::SecretKey, KeyError> {
+    use sha2::{Digest, Sha256};
+    (0u8..16)
+        .find_map(|counter| {
+            let digest = Sha256::new()
+                .chain_update(seed)
+                .chain_update([counter])
+                .finalize();
+            p256::SecretKey::from_slice(&digest).ok()
+        })
+        .ok_or(KeyError::Generation(KeyAlgorithm::EcdsaP256))
+}
+
+/// See [`PrivateKeyPem::deterministic_signer`].
+pub(crate) struct DeterministicEcdsa {
+    key: p256::ecdsa::SigningKey,
+    /// The uncompressed public point, as rcgen wants it.
+    public: Vec<u8>,
+}
+
+impl rcgen::PublicKeyData for DeterministicEcdsa {
+    fn der_bytes(&self) -> &[u8] {
+        &self.public
+    }
+
+    fn algorithm(&self) -> &'static SignatureAlgorithm {
+        &rcgen::PKCS_ECDSA_P256_SHA256
+    }
+}
+
+impl rcgen::SigningKey for DeterministicEcdsa {
+    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, rcgen::Error> {
+        use p256::ecdsa::signature::Signer as _;
+        let signature: p256::ecdsa::Signature = self.key.sign(message);
+        Ok(signature.to_der().as_bytes().to_vec())
+    }
 }
 
 /// A uniformly random P-256 key. A 32-byte string is a valid scalar unless it

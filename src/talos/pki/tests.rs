@@ -186,6 +186,46 @@ fn ed25519_ca_issues_ed25519_client_certificates() {
 }
 
 #[test]
+fn derived_client_certificates_are_the_same_each_time_and_chain_to_the_ca() {
+    for (kind, algorithm) in [
+        (CaKind::Kubernetes, KeyAlgorithm::EcdsaP256),
+        (CaKind::Os, KeyAlgorithm::Ed25519),
+    ] {
+        let ca = CertificateAuthority::generate(kind, now()).unwrap();
+        let request = ClientCertificateRequest {
+            common_name: None,
+            organization: "os:admin".into(),
+            algorithm,
+            key_usages: vec![KeyUsagePurpose::DigitalSignature],
+            validity: Duration::from_secs(3600),
+        };
+        let first = ca.issue_derived(&request, "pools", now()).unwrap();
+        let again = ca.issue_derived(&request, "pools", now()).unwrap();
+        assert_eq!(first.cert_pem, again.cert_pem, "{kind:?}: the same certificate");
+        assert_eq!(first.key.as_pem(), again.key.as_pem());
+        let other_label = ca.issue_derived(&request, "other", now()).unwrap();
+        assert_ne!(other_label.key.as_pem(), first.key.as_pem());
+        let later = ca
+            .issue_derived(&request, "pools", now() + Duration::from_secs(1))
+            .unwrap();
+        assert_ne!(later.key.as_pem(), first.key.as_pem());
+        let ca_der = certificate_der(ca.certificate_pem()).unwrap();
+        let ca_cert = parse_certificate(&ca_der).unwrap();
+        let key = first.key.signing_key().unwrap();
+        with_cert(&first.cert_pem, |cert| {
+            assert_eq!(cert.validity().not_before.timestamp(), seconds(now()));
+            cert.verify_signature(Some(ca_cert.public_key()))
+                .expect("signed by the CA");
+            assert_eq!(
+                cert.public_key().subject_public_key.data.as_ref(),
+                rcgen::PublicKeyData::der_bytes(&key),
+                "the key is the certificate's"
+            );
+        });
+    }
+}
+
+#[test]
 fn debug_output_hides_keys() {
     let ca = CertificateAuthority::generate(CaKind::Os, now()).unwrap();
     let debug = format!("{ca:?}");
