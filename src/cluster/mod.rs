@@ -4,7 +4,8 @@
 //!
 //! Where things live:
 //! - `apply`: the entry points of a group's apply and removal, which run
-//!   the steps below in order (the one place the sequence is written).
+//!   the steps below in order (the one place the sequence is written);
+//!   `read`: the entry point of a group's refresh and import.
 //! - `addons`: hct's own manifests (the kubelet-serving CSR approver, the
 //!   `hcloud` Secret), rendered from the plan.
 //! - `naming`: server and placement-group names, and the labels that mark
@@ -27,7 +28,8 @@
 //!   Kubernetes API's `/readyz` (`kube_api`); `bootstrap`: etcd
 //!   bootstrapped exactly once in a cluster's life, decided from the
 //!   cluster (`EtcdRecord`: what state remembers of it).
-//! - `running_config`: the configs nodes run, read back at refresh (drift).
+//! - `running_config`: the configs nodes run, read back at refresh (drift)
+//!   by `read`.
 //! - `upgrade`: Talos upgrades in place, one node at a time;
 //!   `kubernetes_upgrade`: Kubernetes upgrades like `talosctl upgrade-k8s`
 //!   (control-plane components node by node, then the kubelets), ending
@@ -61,6 +63,7 @@ pub mod naming;
 mod placement;
 pub mod pool_access;
 pub mod preflight;
+pub mod read;
 pub mod record;
 mod resize;
 mod rolling;

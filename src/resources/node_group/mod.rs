@@ -8,8 +8,9 @@
 //! - apply: the runbook's `cluster::apply` (converge the servers, bring the
 //!   nodes up), with the clients of [`clients`] and what state records of
 //!   etcd (`private`);
-//! - read: the servers that still exist, their configs read back, label and
-//!   server-type drift ([`refresh`]);
+//! - read: the runbook's `cluster::read` (the servers that still exist,
+//!   their configs read back, label and server-type drift), with its
+//!   warning made here ([`refresh`]);
 //! - import: the group's servers by hct's labels ([`import`]).
 //!
 //! [`NodeGroupResource`] is the Terraform resource made of these steps; a
@@ -28,6 +29,7 @@ mod state;
 
 pub use plan::{clients, group_spec, plan_nodes, strangers};
 pub use private::{etcd_record, with_etcd_record};
-pub use read::{Imported, Recorded, Refreshed, import, refresh};
+pub use crate::cluster::read::{Imported, Recorded, Refreshed};
+pub use read::{import, refresh};
 pub use resource::{GroupKind, NodeGroupResource, Prepared, StateGroup};
 pub use state::{NODE_LIST_DESCRIPTION, node_list_type, nodes_from, nodes_value};

@@ -8,7 +8,8 @@ use async_trait::async_trait;
 
 use super::plan::clients;
 use super::private::{etcd_record, with_etcd_record};
-use super::read::{Recorded, Refreshed, refresh};
+use super::read::refresh;
+use crate::cluster::read::{Recorded, Refreshed};
 use super::state::{nodes_from, nodes_value};
 use crate::cluster::apply::{self, Outcome, Run};
 use crate::cluster::bootstrap::EtcdRecord;
@@ -242,13 +243,12 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         if K::ROLE == Role::ControlPlane {
             *private = with_etcd_record(private, etcd);
         }
-        let refreshed = match refresh(ctx, recorded, group.settings).await {
+        let (refreshed, warning) = match refresh(ctx, recorded, group.settings).await {
             Ok(r) => r,
             Err(d) => return (Some(state), d.into()),
         };
         let mut state = state;
         set(&mut state, K::NODES, nodes_value(&refreshed.nodes));
-        let warning = refreshed.warning.clone();
         (
             K::drifted(state, &refreshed, etcd),
             warning.into_iter().collect(),
