@@ -68,7 +68,10 @@ pub async fn refresh(
     let servers = client
         .servers(&naming::group_selector(recorded.cluster, recorded.group))
         .await
-        .map_err(ClusterError::hcloud(format!("reading {}", recorded.servers)))?;
+        .map_err(ClusterError::hcloud(format!(
+            "reading {}",
+            recorded.servers
+        )))?;
     let mut nodes: Vec<NodeRecord> = recorded
         .nodes
         .into_iter()

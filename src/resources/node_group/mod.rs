@@ -27,9 +27,9 @@ pub mod ready;
 mod resource;
 mod state;
 
+pub use crate::cluster::read::{Imported, Recorded, Refreshed};
 pub use plan::{clients, group_spec, plan_nodes, strangers};
 pub use private::{etcd_record, with_etcd_record};
-pub use crate::cluster::read::{Imported, Recorded, Refreshed};
 pub use read::{import, refresh};
 pub use resource::{GroupKind, NodeGroupResource, Prepared, StateGroup};
 pub use state::{NODE_LIST_DESCRIPTION, node_list_type, nodes_from, nodes_value};

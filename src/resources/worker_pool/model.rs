@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::cluster::GroupSpec;
 use crate::cluster::budget::Budget;
 use crate::cluster::preflight::{self, Paths};
-use crate::cluster::settings::{ClusterSettings, NodeTraits, WorkerJoin};
+use crate::cluster::settings::{ClusterSettings, Keys, NodeTraits, WorkerJoin};
 use crate::network_plan::CONTROL_PLANE_GROUP;
 use crate::resources::labels::validate_server_labels;
 use crate::resources::node_group;
@@ -178,4 +178,91 @@ pub fn not_in_plan(pool: &str, settings: &ClusterSettings) -> Diagnostic {
         ),
     )
     .at(attr("name"))
+}
+
+/// A warning when the pool's client certificates (in `worker_join`) expire
+/// within the renewal window or have: the cluster renews them when it is
+/// planned, so this shows only where it is not (`-target`, another
+/// workspace).
+pub fn access_warning(
+    settings: &ClusterSettings,
+    now: std::time::SystemTime,
+) -> Option<Diagnostic> {
+    let Keys::Pool { access, .. } = &settings.keys else {
+        return None;
+    };
+    if !access.due_for_renewal(now) {
+        return None;
+    }
+    let when = access.expires().map_or_else(
+        || "an unknown time".to_string(),
+        |t| humantime::format_rfc3339_seconds(t).to_string(),
+    );
+    let state = if access.expires().is_some_and(|t| t <= now) {
+        "expired"
+    } else {
+        "expire"
+    };
+    Some(
+        Diagnostic::warning(
+            "The pool's certificates are due",
+            format!(
+                "The client certificates this pool reaches its nodes and the Kubernetes API with \
+                 {state} at {when}; the nodes refuse them after that. hct_cluster_secrets (or \
+                 hct_cluster in the serial form) issues new ones in worker_join when it is \
+                 planned: apply it (a plan of the whole configuration does), then this pool."
+            ),
+        )
+        .at(attr("worker_join")),
+    )
+}
+
+#[cfg(test)]
+mod access_tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::cluster::pool_access::PoolAccess;
+    use crate::cluster::settings::{ConfigDelivery, JoinKeys, Keys, WorkerJoin};
+    use crate::talos::testing::{generated_secrets, reference_plan};
+
+    fn pool_settings(issued: SystemTime) -> ClusterSettings {
+        let secrets = generated_secrets();
+        WorkerJoin {
+            version: WorkerJoin::VERSION,
+            cluster_name: "demo".into(),
+            network_id: 1,
+            network_plan: reference_plan().to_json(),
+            talos_version: "v1.13.2".into(),
+            kubernetes_version: None,
+            image_id: "1".into(),
+            schematic_id: "s".into(),
+            install_disk: "/dev/sda".into(),
+            config_delivery: ConfigDelivery::Apply,
+            ssh_key_ids: vec![],
+            keys: JoinKeys::Pool {
+                join_secrets: secrets.join_secrets(),
+                access: PoolAccess::issue(secrets, issued).unwrap(),
+            },
+        }
+        .settings()
+        .unwrap()
+    }
+
+    #[test]
+    fn certificates_in_their_last_month_or_past_it_are_said_at_worker_join() {
+        let now = SystemTime::now();
+        let settings = pool_settings(now);
+        let Keys::Pool { access, .. } = &settings.keys else {
+            panic!("a pool's settings hold the pool's keys");
+        };
+        let expires = access.expires().unwrap();
+        assert!(access_warning(&settings, now).is_none());
+        let day = Duration::from_secs(86400);
+        let due = access_warning(&settings, expires - 10 * day).expect("due within the month");
+        assert_eq!(due.path, Some(attr("worker_join")));
+        assert!(due.detail.contains("expire at"), "{}", due.detail);
+        let gone = access_warning(&settings, expires + day).expect("expired");
+        assert!(gone.detail.contains("expired at"), "{}", gone.detail);
+    }
 }

@@ -55,6 +55,9 @@ impl GroupKind for WorkerPool {
             }
             return;
         };
+        if let Some(warning) = model::access_warning(&settings, std::time::SystemTime::now()) {
+            plan.diagnostics.push(warning);
+        }
         let pool = planned.get("name").as_str().unwrap_or_default().to_string();
         set(
             planned,

@@ -201,7 +201,10 @@ fn derived_client_certificates_are_the_same_each_time_and_chain_to_the_ca() {
         };
         let first = ca.issue_derived(&request, "pools", now()).unwrap();
         let again = ca.issue_derived(&request, "pools", now()).unwrap();
-        assert_eq!(first.cert_pem, again.cert_pem, "{kind:?}: the same certificate");
+        assert_eq!(
+            first.cert_pem, again.cert_pem,
+            "{kind:?}: the same certificate"
+        );
         assert_eq!(first.key.as_pem(), again.key.as_pem());
         let other_label = ca.issue_derived(&request, "other", now()).unwrap();
         assert_ne!(other_label.key.as_pem(), first.key.as_pem());
