@@ -3,7 +3,8 @@
 //! The sequence lives here, once: preflight of new servers, the API load
 //! balancer (control plane), what Hetzner holds that state does not
 //! (`leftovers`), converge, bring-up (etcd bootstrapped once), retiring the
-//! load balancer; then what state must keep, also after a failure.
+//! load balancer, a pool's Ready wait; then what state must keep, also
+//! after a failure.
 
 use std::net::SocketAddr;
 
@@ -13,6 +14,7 @@ use super::bring_up;
 use super::endpoint::{self, Endpoint};
 use super::group::{Group, GroupSpec};
 use super::preflight::{self, Paths, Target};
+use super::ready::{self, CniRule};
 use super::record::{NodeRecord, Recorder};
 use super::settings::ClusterSettings;
 use super::slots::NodeSlot;
@@ -138,7 +140,14 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         }
         // Back to `first_control_plane`: the load balancer goes once the
         // last of the cluster's nodes has moved off it.
-        endpoint::retire(&group).await
+        endpoint::retire(&group).await?;
+        // A pool's nodes Ready once a CNI runs (the control plane's wait
+        // follows its manifests: `kubernetes_sync`).
+        if run.spec.role == Role::Worker {
+            let rule = CniRule::Installed;
+            ready::wait_ready(run.settings, clients.proxy, &nodes, rule, &deadline).await?;
+        }
+        Ok::<(), ClusterError>(())
     }
     .await;
     let mut diagnostics = Diagnostics::new();

@@ -56,6 +56,9 @@ pub enum ClusterError {
     /// The Kubernetes API refused what hct applied.
     #[error("{node}: {reason}")]
     Kubernetes { node: String, reason: String },
+    /// The bootstrap manifests (or hct's add-ons) could not be applied.
+    #[error("{why}")]
+    ManifestsNotApplied { why: String },
     /// State records a bootstrap, but every control plane is gone or new
     /// and none has etcd: the cluster's data is gone.
     #[error(
@@ -170,6 +173,14 @@ impl ClusterError {
                      not finished)."
                 ),
             ),
+            ClusterError::ManifestsNotApplied { why } => Diagnostic::error(
+                "Could not apply the bootstrap manifests",
+                format!(
+                    "{why}. The control plane runs; apply again to retry (the manifests stay \
+                     planned as changes)."
+                ),
+            )
+            .at(AttrPath::attr("bootstrap_manifests")),
             ClusterError::Refused { summary, detail } => Diagnostic::error(*summary, detail),
             ClusterError::Strangers {
                 cluster,

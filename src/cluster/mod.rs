@@ -28,6 +28,10 @@
 //!   Kubernetes API's `/readyz` (`kube_api`); `bootstrap`: etcd
 //!   bootstrapped exactly once in a cluster's life, decided from the
 //!   cluster (`EtcdRecord`: what state remembers of it).
+//! - `kubernetes_sync`: the entry for what `hct_cluster` does through the
+//!   Kubernetes API after its nodes' apply (manifests, add-ons, `ready`:
+//!   the wait for Ready nodes once a CNI runs, which a pool's apply ends
+//!   with too).
 //! - `running_config`: the configs nodes run, read back at refresh (drift)
 //!   by `read`.
 //! - `upgrade`: Talos upgrades in place, one node at a time;
@@ -57,6 +61,7 @@ pub mod endpoint;
 pub mod error;
 pub mod group;
 pub mod kube_api;
+pub mod kubernetes_sync;
 pub mod kubernetes_upgrade;
 pub mod leftovers;
 pub mod naming;
@@ -64,6 +69,7 @@ mod placement;
 pub mod pool_access;
 pub mod preflight;
 pub mod read;
+pub mod ready;
 pub mod record;
 mod resize;
 mod rolling;

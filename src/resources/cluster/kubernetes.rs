@@ -1,13 +1,10 @@
 //! What `hct_cluster` does through the Kubernetes API once its control
-//! plane runs: at create, Talos has made the bootstrap manifests' objects
-//! and hct applies them once more (server-side apply, field manager `hct`)
-//! to take them over; on an update, the manifests that changed are applied
-//! and the objects that left them deleted; hct's own add-ons (the CSR
-//! approver, the `hcloud` Secret) are applied on every apply, and deleted
-//! when switched off; after a Talos or Kubernetes upgrade, the manifests
-//! Talos renders itself are applied again (`cluster::talos_manifests`, as
-//! `talosctl upgrade-k8s` ends); and when the manifests bring a CNI, the
-//! wait until every control plane is Ready, within the apply's deadline.
+//! plane runs, in Terraform's terms: the manifests before and after, hct's
+//! add-ons switched on and off (the CSR approver, the `hcloud` Secret and
+//! its token), handed to the runbook's `cluster::kubernetes_sync`, which
+//! applies them (taking over what Talos made at bootstrap), deletes what
+//! left them, re-applies Talos' own manifests after an upgrade, and waits
+//! for Ready control planes once a CNI runs.
 //!
 //! `kubernetes_synced` records whether that all went through: after a
 //! failure (at create too) it is false, the plan says true, so the next
@@ -18,13 +15,11 @@ use super::model;
 use crate::cluster::NodeRecord;
 use crate::cluster::addons;
 use crate::cluster::apply::Outcome;
-use crate::cluster::kube_api::KubeApi;
 use crate::cluster::kube_api::manifests::{self, ObjectRef};
+use crate::cluster::kubernetes_sync::{self, Objects, Sync};
 use crate::cluster::settings::ClusterSettings;
-use crate::cluster::talos_manifests;
 use crate::cluster::wait::Deadline;
 use crate::provider::Context;
-use crate::resources::node_group::ready::{self, CniRule};
 use crate::resources::values::set;
 use crate::tf::{Diagnostic, Value};
 
@@ -152,8 +147,7 @@ fn own_objects(
     Ok(own)
 }
 
-/// Brings the cluster's objects in line with the manifests and hct's
-/// add-ons, and waits for Ready nodes when a CNI is among them.
+/// Brings the cluster's objects in line (`cluster::kubernetes_sync`).
 async fn converge(
     ctx: &Context,
     prior: &Value,
@@ -162,66 +156,36 @@ async fn converge(
     nodes: &[NodeRecord],
     deadline: &Deadline,
 ) -> Result<(), Diagnostic> {
-    let Some(first) = nodes.first() else {
+    if nodes.is_empty() {
         return Ok(());
-    };
+    }
     let own = own_objects(ctx, prior, state, settings)?;
-    let (proxy, credentials) = ready::api_access(ctx, settings).await?;
-    let api = KubeApi {
-        ip: first.ip.into(),
-        proxy,
-        credentials: &credentials,
-    };
     let after = model::bootstrap_manifests(state);
     let own_names: Vec<String> = after
         .iter()
         .map(|(name, _)| name.clone())
         .chain([addons::APPROVER_MANIFEST.to_string()])
         .collect();
-    // After an upgrade (or an apply that did not finish), the objects of
-    // the manifests Talos renders follow the release, as after `talosctl
-    // upgrade-k8s`: first, so that hct's own manifests, applied in full
-    // after them, win where they touch the same objects.
-    let unfinished = prior.get(SYNCED).as_bool() != Some(true);
-    let moved = !prior.is_null() && release_moved(prior, state);
-    if !prior.is_null() && (moved || unfinished) {
-        let trust = settings.api_trust().map_err(|e| e.to_diagnostic())?;
-        talos_manifests::sync(nodes, &trust, proxy, &api, &own_names, deadline)
-            .await
-            .map_err(|e| e.to_diagnostic())?;
-    }
-    // At create (or after a failed apply, or Talos' manifests applied just
-    // now) every manifest is applied: Talos created the objects at
-    // bootstrap, hct takes them over, so later changes (removed fields
-    // too) land.
-    let full = moved || unfinished;
-    let mut apply: Vec<(String, String)> = if full {
-        after.clone()
-    } else {
-        let before = model::bootstrap_manifests(prior);
-        after
-            .iter()
-            .filter(|m| !before.contains(m))
-            .cloned()
-            .collect()
+    let objects = Objects {
+        before: (!prior.is_null()).then(|| model::bootstrap_manifests(prior)),
+        brings_cni: model::brings_cni(&after),
+        after,
+        recorded: recorded(prior),
+        addons: own.apply,
+        addons_off: own.delete,
+        own_names,
     };
-    let kept: Vec<ObjectRef> = after
-        .iter()
-        .flat_map(|(_, contents)| manifests::refs(contents).unwrap_or_default())
-        .collect();
-    let mut stale: Vec<ObjectRef> = recorded(prior)
-        .into_iter()
-        .filter(|o| !kept.iter().any(|k| k.same_object(o)))
-        .collect();
-    apply.extend(own.apply);
-    stale.extend(own.delete);
-    if !apply.is_empty() || !stale.is_empty() {
-        manifests::sync(&api, &apply, &stale, full, deadline)
-            .await
-            .map_err(|why| sync_failed(&why))?;
-    }
-    let rule = CniRule::Known(model::brings_cni(&after));
-    ready::wait_ready(ctx, deadline, settings, nodes, rule).await
+    kubernetes_sync::sync(Sync {
+        settings,
+        proxy: ctx.talos_proxy().await?,
+        nodes,
+        deadline,
+        objects,
+        release_moved: !prior.is_null() && release_moved(prior, state),
+        unfinished: prior.get(SYNCED).as_bool() != Some(true),
+    })
+    .await
+    .map_err(|e| e.to_diagnostic())
 }
 
 /// Whether the apply moved the cluster to another Talos or Kubernetes
@@ -230,15 +194,4 @@ fn release_moved(prior: &Value, state: &Value) -> bool {
     ["talos_version", "kubernetes_version"]
         .iter()
         .any(|name| prior.get(name) != state.get(name))
-}
-
-fn sync_failed(why: &str) -> Diagnostic {
-    Diagnostic::error(
-        "Could not apply the bootstrap manifests",
-        format!(
-            "{why}. The control plane runs; apply again to retry (the manifests stay planned as \
-             changes)."
-        ),
-    )
-    .at(model::attr("bootstrap_manifests"))
 }

@@ -23,7 +23,6 @@
 mod plan;
 mod private;
 mod read;
-pub mod ready;
 mod resource;
 mod state;
 

@@ -18,7 +18,6 @@ use crate::network_plan::{CONTROL_PLANE_GROUP, placement_groups_for};
 use crate::provider::{Applied, Context, Plan};
 use crate::resources::node_group::{
     self, GroupKind, NodeGroupResource, Prepared, Refreshed, StateGroup, nodes_from, nodes_value,
-    ready,
 };
 use crate::resources::timeouts::{self, Operation};
 use crate::resources::values::{failed, map_value, set, string_map};
@@ -135,10 +134,10 @@ impl GroupKind for WorkerPool {
     }
 
     async fn finish(
-        ctx: &Context,
+        _ctx: &Context,
         _prior: &Value,
         state: &mut Value,
-        prepared: &Prepared,
+        _prepared: &Prepared,
         outcome: &mut Outcome,
     ) {
         let ids = std::mem::take(&mut outcome.placement_group_ids);
@@ -147,15 +146,6 @@ impl GroupKind for WorkerPool {
             "placement_group_ids",
             Value::List(ids.into_iter().map(Value::from).collect()),
         );
-        if !outcome.diagnostics.has_errors() {
-            let rule = ready::CniRule::Installed;
-            let nodes = &outcome.nodes;
-            if let Err(d) =
-                ready::wait_ready(ctx, &outcome.deadline, &prepared.settings, nodes, rule).await
-            {
-                outcome.diagnostics.push(d);
-            }
-        }
     }
 
     async fn destroy(ctx: &Context, prior: Value) -> Applied {

@@ -4,12 +4,13 @@
 //! The control plane knows from its bootstrap manifests; a pool asks the
 //! cluster whether a CNI's DaemonSet exists.
 
-use crate::cluster::NodeRecord;
-use crate::cluster::kube_api::{KubeApi, nodes};
-use crate::cluster::settings::ClusterSettings;
-use crate::cluster::wait::Deadline;
-use crate::provider::Context;
-use crate::tf::Diagnostic;
+use std::net::SocketAddr;
+
+use super::ClusterError;
+use super::kube_api::{KubeApi, nodes};
+use super::record::NodeRecord;
+use super::settings::ClusterSettings;
+use super::wait::Deadline;
 
 /// Whether the group waits for Ready nodes.
 pub enum CniRule {
@@ -19,38 +20,24 @@ pub enum CniRule {
     Installed,
 }
 
-/// The credentials and route to the cluster's API server at its endpoint.
-pub async fn api_access(
-    ctx: &Context,
-    settings: &ClusterSettings,
-) -> Result<
-    (
-        Option<std::net::SocketAddr>,
-        crate::talos::client_config::ApiCredentials,
-    ),
-    Diagnostic,
-> {
-    let proxy = ctx.talos_proxy().await?;
-    let credentials = settings.kubernetes_trust().map_err(|e| e.to_diagnostic())?;
-    Ok((proxy, credentials))
-}
-
 /// Waits until each of `nodes` is Ready, when `rule` says a CNI runs,
 /// until the operation's `deadline` (the one its apply started).
 pub async fn wait_ready(
-    ctx: &Context,
-    deadline: &Deadline,
     settings: &ClusterSettings,
+    proxy: Option<SocketAddr>,
     nodes: &[NodeRecord],
     rule: CniRule,
-) -> Result<(), Diagnostic> {
+    deadline: &Deadline,
+) -> Result<(), ClusterError> {
     if nodes.is_empty() || matches!(rule, CniRule::Known(false)) {
         return Ok(());
     }
     let endpoint = settings.plan.cluster_endpoint();
-    let ip = nodes::endpoint_ip(&endpoint)
-        .ok_or_else(|| Diagnostic::error("No Kubernetes API", format!("{endpoint} names no IP")))?;
-    let (proxy, credentials) = api_access(ctx, settings).await?;
+    let ip = nodes::endpoint_ip(&endpoint).ok_or_else(|| ClusterError::Refused {
+        summary: "No Kubernetes API",
+        detail: format!("{endpoint} names no IP"),
+    })?;
+    let credentials = settings.kubernetes_trust()?;
     let api = KubeApi {
         ip,
         proxy,
@@ -70,7 +57,5 @@ pub async fn wait_ready(
         }
     }
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    nodes::wait_ready(&api, &names, deadline)
-        .await
-        .map_err(|e| e.to_diagnostic())
+    nodes::wait_ready(&api, &names, deadline).await
 }

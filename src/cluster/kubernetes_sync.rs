@@ -1,0 +1,114 @@
+//! The runbook's entry for what `hct_cluster` does through the Kubernetes
+//! API once its control plane runs. After an upgrade (or an apply that did
+//! not finish) the manifests Talos renders follow the release first
+//! (`talos_manifests`, as `talosctl upgrade-k8s` ends); then the bootstrap
+//! manifests that changed, hct's add-ons, and the deletion of objects that
+//! left them (`kube_api::manifests`, server-side apply, field manager
+//! `hct`); at create, after a failure or a release move every manifest is
+//! applied in full, taking Talos' objects over. Last, the wait until every
+//! control plane is Ready, when the manifests bring a CNI (`ready`).
+
+use std::net::SocketAddr;
+
+use super::kube_api::KubeApi;
+use super::kube_api::manifests::{self, ObjectRef};
+use super::ready::{self, CniRule};
+use super::record::NodeRecord;
+use super::settings::ClusterSettings;
+use super::wait::Deadline;
+use super::{ClusterError, talos_manifests};
+
+/// A manifest: its name and its YAML.
+pub type Manifest = (String, String);
+
+/// What the cluster's objects should be, and were.
+pub struct Objects {
+    /// The bootstrap manifests of the last finished apply (None at create).
+    pub before: Option<Vec<Manifest>>,
+    /// The bootstrap manifests now.
+    pub after: Vec<Manifest>,
+    /// The objects state records for the manifests before.
+    pub recorded: Vec<ObjectRef>,
+    /// hct's add-ons (approver, `hcloud` Secret) switched on, applied in
+    /// full every time, and the objects of those switched off.
+    pub addons: Vec<Manifest>,
+    pub addons_off: Vec<ObjectRef>,
+    /// The names of hct's own manifests (bootstrap manifests and add-ons),
+    /// which Talos' rendered ones must not overwrite.
+    pub own_names: Vec<String>,
+    /// Whether the manifests bring a CNI (so nodes can turn Ready).
+    pub brings_cni: bool,
+}
+
+/// One sync: the control plane's nodes, and why it is full.
+pub struct Sync<'a> {
+    pub settings: &'a ClusterSettings,
+    pub proxy: Option<SocketAddr>,
+    pub nodes: &'a [NodeRecord],
+    pub deadline: &'a Deadline,
+    pub objects: Objects,
+    /// The apply moved the cluster to another Talos or Kubernetes release.
+    pub release_moved: bool,
+    /// The last apply's Kubernetes work did not go through (or this is
+    /// the first).
+    pub unfinished: bool,
+}
+
+/// Brings the cluster's objects in line with the manifests and hct's
+/// add-ons, and waits for Ready control planes when a CNI is among them.
+pub async fn sync(run: Sync<'_>) -> Result<(), ClusterError> {
+    let Some(first) = run.nodes.first() else {
+        return Ok(());
+    };
+    let credentials = run.settings.kubernetes_trust()?;
+    let api = KubeApi {
+        ip: first.ip.into(),
+        proxy: run.proxy,
+        credentials: &credentials,
+    };
+    let objects = run.objects;
+    let created = objects.before.is_none();
+    let full = run.release_moved || run.unfinished;
+    // First, so that hct's own manifests, applied in full after them, win
+    // where they touch the same objects.
+    if !created && full {
+        let trust = run.settings.api_trust()?;
+        talos_manifests::sync(
+            run.nodes,
+            &trust,
+            run.proxy,
+            &api,
+            &objects.own_names,
+            run.deadline,
+        )
+        .await?;
+    }
+    let mut apply: Vec<Manifest> = match &objects.before {
+        Some(before) if !full => objects
+            .after
+            .iter()
+            .filter(|m| !before.contains(m))
+            .cloned()
+            .collect(),
+        _ => objects.after.clone(),
+    };
+    let kept: Vec<ObjectRef> = objects
+        .after
+        .iter()
+        .flat_map(|(_, contents)| manifests::refs(contents).unwrap_or_default())
+        .collect();
+    let mut stale: Vec<ObjectRef> = objects
+        .recorded
+        .into_iter()
+        .filter(|o| !kept.iter().any(|k| k.same_object(o)))
+        .collect();
+    apply.extend(objects.addons);
+    stale.extend(objects.addons_off);
+    if !apply.is_empty() || !stale.is_empty() {
+        manifests::sync(&api, &apply, &stale, full, run.deadline)
+            .await
+            .map_err(|why| ClusterError::ManifestsNotApplied { why })?;
+    }
+    let rule = CniRule::Known(objects.brings_cni);
+    ready::wait_ready(run.settings, run.proxy, run.nodes, rule, run.deadline).await
+}
