@@ -137,23 +137,7 @@ fn seeded_disk(version: &str, arch: &str, now: Timestamp) -> DiskImage {
 
 /// The seed network and Talos snapshots.
 pub fn hct_project(world: &mut World, now: Timestamp) -> Result<(), ApiError> {
-    let network = world.create_network(
-        SEED_NETWORK.into(),
-        "10.0.0.0/16",
-        vec![SubnetSpec {
-            kind: "cloud".into(),
-            ip_range: Some("10.0.128.0/24".into()),
-            network_zone: "eu-central".into(),
-        }],
-        vec![RouteSpec {
-            destination: "0.0.0.0/0".into(),
-            gateway: NAT_IP.to_string(),
-        }],
-        Labels::new(),
-        false,
-        now,
-    )?;
-    nat_gateway(world, network, now)?;
+    private_network(world, SEED_NETWORK, NAT_SERVER, now)?;
     for version in TALOS_VERSIONS {
         for (arch, architecture) in [("amd64", Architecture::X86), ("arm64", Architecture::Arm)] {
             let id = world.next_id(Some(ResourceKind::Image));
@@ -187,9 +171,39 @@ pub fn hct_project(world: &mut World, now: Timestamp) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The NAT box of the seed network: a Debian server, running, with a
-/// public IPv4 and attached to `network` at [`NAT_IP`].
-fn nat_gateway(world: &mut World, network: Id, now: Timestamp) -> Result<(), ApiError> {
+/// A private network as hct wants one: `10.0.0.0/16`, the cloud subnet
+/// `10.0.128.0/24`, a route `0.0.0.0/0` to its NAT box `nat` (a running
+/// Debian server at [`NAT_IP`] with a public IPv4). The seed makes one;
+/// tests make more (networks may overlap, as on Hetzner).
+pub fn private_network(
+    world: &mut World,
+    name: &str,
+    nat: &str,
+    now: Timestamp,
+) -> Result<Id, ApiError> {
+    let network = world.create_network(
+        name.into(),
+        "10.0.0.0/16",
+        vec![SubnetSpec {
+            kind: "cloud".into(),
+            ip_range: Some("10.0.128.0/24".into()),
+            network_zone: "eu-central".into(),
+        }],
+        vec![RouteSpec {
+            destination: "0.0.0.0/0".into(),
+            gateway: NAT_IP.to_string(),
+        }],
+        Labels::new(),
+        false,
+        now,
+    )?;
+    nat_gateway(world, network, nat, now)?;
+    Ok(network)
+}
+
+/// The NAT box of a network: a Debian server, running, with a public IPv4
+/// and attached to `network` at [`NAT_IP`].
+fn nat_gateway(world: &mut World, network: Id, name: &str, now: Timestamp) -> Result<(), ApiError> {
     let server_type = catalog::server_type("cx23")
         .ok_or_else(|| ApiError::Internal("no server type cx23".into()))?;
     let image = world
@@ -206,7 +220,7 @@ fn nat_gateway(world: &mut World, network: Id, now: Timestamp) -> Result<(), Api
         id,
         Server {
             id,
-            name: NAT_SERVER.into(),
+            name: name.into(),
             status: ServerStatus::Running,
             created: now,
             server_type: server_type.name.into(),

@@ -92,7 +92,7 @@ pub enum SimError {
     Seed(String),
     #[error("{0} is not on 127.0.0.0/8; the proxy only connects to loopback")]
     TargetNotLoopback(SocketAddr),
-    #[error("no server has the private IP {0}")]
+    #[error("no server, or more than one (networks overlap), has the private IP {0}")]
     UnknownPrivateIp(Ipv4Addr),
     #[error("server {0} not found")]
     UnknownServer(Id),
@@ -390,18 +390,18 @@ impl SimHandle {
         port: u16,
         target: SocketAddr,
     ) -> Result<Id, SimError> {
-        let server = self
+        // Networks may overlap: an address of two servers names neither.
+        let servers: Vec<Id> = self
             .shared
             .world()
             .servers
             .values()
-            .find(|s| {
-                s.private_net
-                    .iter()
-                    .any(|p| p.ip == ip || p.alias_ips.contains(&ip))
-            })
+            .filter(|s| s.private_net.iter().any(|p| p.has(ip)))
             .map(|s| s.id)
-            .ok_or(SimError::UnknownPrivateIp(ip))?;
+            .collect();
+        let [server] = servers[..] else {
+            return Err(SimError::UnknownPrivateIp(ip));
+        };
         self.register_endpoint(server, port, target)?;
         Ok(server)
     }

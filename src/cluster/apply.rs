@@ -6,7 +6,7 @@
 //! load balancer, a pool's Ready wait; then what state must keep, also
 //! after a failure.
 
-use std::net::SocketAddr;
+use crate::net::Proxy;
 
 use super::ClusterError;
 use super::bootstrap::EtcdRecord;
@@ -28,7 +28,7 @@ use crate::tf::Diagnostics;
 pub struct Clients {
     pub hcloud: Client,
     /// SOCKS5 proxy into the private network, if hct runs outside it.
-    pub proxy: Option<SocketAddr>,
+    pub proxy: Option<Proxy>,
     /// The cluster's CA and admin certificate: the only way hct talks to a
     /// configured node.
     pub trust: Trust,

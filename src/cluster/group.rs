@@ -5,8 +5,9 @@
 //! The operations live beside it: `converge` (make Hetzner match the plan),
 //! `scale_down`, `resize`, `placement`, `bring_up`, `upgrade`.
 
+use crate::net::Proxy;
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 
 use tracing::info;
 
@@ -53,7 +54,7 @@ pub struct Group<'a> {
     pub spec: &'a GroupSpec,
     pub client: &'a Client,
     /// SOCKS5 proxy into the private network, if hct runs outside it.
-    pub proxy: Option<SocketAddr>,
+    pub proxy: Option<Proxy>,
     pub trust: &'a Trust,
     pub deadline: &'a Deadline,
     pub recorder: &'a Recorder,

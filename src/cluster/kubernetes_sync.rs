@@ -8,7 +8,7 @@
 //! applied in full, taking Talos' objects over. Last, the wait until every
 //! control plane is Ready, when the manifests bring a CNI (`ready`).
 
-use std::net::SocketAddr;
+use crate::net::Proxy;
 
 use super::kube_api::KubeApi;
 use super::kube_api::manifests::{self, ObjectRef};
@@ -43,7 +43,7 @@ pub struct Objects {
 /// One sync: the control plane's nodes, and why it is full.
 pub struct Sync<'a> {
     pub settings: &'a ClusterSettings,
-    pub proxy: Option<SocketAddr>,
+    pub proxy: Option<Proxy>,
     pub nodes: &'a [NodeRecord],
     pub deadline: &'a Deadline,
     pub objects: Objects,

@@ -10,7 +10,7 @@
 //! answers configured, or does not answer, is never touched: the plan (and
 //! the apply) stop with the server names and the ways out.
 
-use std::net::SocketAddr;
+use crate::net::Proxy;
 
 use futures_util::future::join_all;
 
@@ -48,7 +48,7 @@ pub async fn strangers(
     recorded: &[NodeRecord],
     fingerprint: Option<&str>,
     network: i64,
-    proxy: Option<SocketAddr>,
+    proxy: Option<Proxy>,
     trust: Option<&Trust>,
 ) -> Vec<Stranger> {
     let unknown = servers
@@ -72,12 +72,7 @@ pub async fn strangers(
 }
 
 /// Asks a server's Talos, without a certificate, whether it runs a config.
-async fn look(
-    server: &Server,
-    network: i64,
-    proxy: Option<SocketAddr>,
-    trust: Option<&Trust>,
-) -> Found {
+async fn look(server: &Server, network: i64, proxy: Option<Proxy>, trust: Option<&Trust>) -> Found {
     if server.status != "running" {
         return Found::MaybeLive(format!("it is {} on Hetzner", server.status));
     }

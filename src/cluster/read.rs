@@ -4,7 +4,7 @@
 //! the control plane's API load balancer) and the configs its nodes run,
 //! asked over the Talos API with the cluster's CA only.
 
-use std::net::SocketAddr;
+use crate::net::Proxy;
 
 use tokio_util::sync::CancellationToken;
 
@@ -52,7 +52,7 @@ pub struct Refreshed {
 /// How the read reaches the nodes: the proxy into the private network (or
 /// why it is not usable), and Terraform's stop.
 pub struct Reach<'a> {
-    pub proxy: Result<Option<SocketAddr>, String>,
+    pub proxy: Result<Option<Proxy>, String>,
     pub cancel: &'a CancellationToken,
 }
 

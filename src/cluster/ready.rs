@@ -4,7 +4,7 @@
 //! The control plane knows from its bootstrap manifests; a pool asks the
 //! cluster whether a CNI's DaemonSet exists.
 
-use std::net::SocketAddr;
+use crate::net::Proxy;
 
 use super::ClusterError;
 use super::kube_api::{KubeApi, nodes};
@@ -24,7 +24,7 @@ pub enum CniRule {
 /// until the operation's `deadline` (the one its apply started).
 pub async fn wait_ready(
     settings: &ClusterSettings,
-    proxy: Option<SocketAddr>,
+    proxy: Option<Proxy>,
     nodes: &[NodeRecord],
     rule: CniRule,
     deadline: &Deadline,

@@ -4,7 +4,7 @@
 //! `CONCURRENT_READS` nodes are asked at once in the whole process, however
 //! many groups Terraform refreshes side by side.
 
-use std::net::SocketAddr;
+use crate::net::Proxy;
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -47,7 +47,7 @@ enum Running {
 /// can say that they were not checked.
 pub async fn refresh(
     nodes: &mut [NodeRecord],
-    proxy: Option<SocketAddr>,
+    proxy: Option<Proxy>,
     trust: &Trust,
     cancel: &CancellationToken,
 ) -> Vec<String> {

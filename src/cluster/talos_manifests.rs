@@ -14,7 +14,7 @@
 //! release stops rendering are not deleted (Talos' own upgrade prunes them
 //! only from v1.13 on, through an inventory hct does not keep).
 
-use std::net::SocketAddr;
+use crate::net::Proxy;
 
 use serde_json::Value;
 use tracing::info;
@@ -53,7 +53,7 @@ fn talos_objects(rendered: Vec<RenderedManifest>, own: &[String]) -> Vec<(String
 pub async fn sync(
     control_plane: &[NodeRecord],
     trust: &Trust,
-    proxy: Option<SocketAddr>,
+    proxy: Option<Proxy>,
     api: &KubeApi<'_>,
     own: &[String],
     deadline: &Deadline,

@@ -12,8 +12,8 @@ use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Schema, Type, Valu
 
 pub const DEFAULT_HCLOUD_ENDPOINT: &str = "https://api.hetzner.cloud/v1";
 
-/// The resolved provider configuration.
-#[derive(Debug, Clone)]
+/// The resolved provider configuration. Debug shows no token or password.
+#[derive(Clone)]
 pub struct ProviderConfig {
     /// None when neither the attribute nor `HCLOUD_TOKEN` is set; only
     /// resources that call the API need it.
@@ -23,6 +23,24 @@ pub struct ProviderConfig {
     pub talos_proxy: Option<Url>,
     /// The poll interval, and the retry waits derived from it.
     pub pace: Pace,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let proxy = self.talos_proxy.as_ref().map(|url| {
+            let mut shown = url.clone();
+            if shown.password().is_some() {
+                let _ = shown.set_password(Some("REDACTED"));
+            }
+            shown.to_string()
+        });
+        f.debug_struct("ProviderConfig")
+            .field("hcloud_token", &self.hcloud_token)
+            .field("hcloud_endpoint", &self.hcloud_endpoint.as_str())
+            .field("talos_proxy", &proxy)
+            .field("pace", &self.pace)
+            .finish()
+    }
 }
 
 pub fn schema() -> Schema {
@@ -48,9 +66,10 @@ pub fn schema() -> Schema {
     .attribute(
         Attribute::optional("talos_proxy", Type::String).description(
             "A `socks5://host:port` proxy through which hct reaches the nodes' private IPs, e.g. \
-         Tailscale's userspace networking or an SSH `-D` bastion. Default: the `HCT_TALOS_PROXY` \
-         environment variable, then `ALL_PROXY`. Leave unset when Terraform runs inside the \
-         private network.",
+         Tailscale's userspace networking or an SSH `-D` bastion; `socks5://user:password@host:port` \
+         gives it a user name and password (RFC 1929; hct-sim takes the network's name as the \
+         user name where networks overlap). Default: the `HCT_TALOS_PROXY` environment \
+         variable, then `ALL_PROXY`. Leave unset when Terraform runs inside the private network.",
         ),
     )
     .attribute(
@@ -209,13 +228,23 @@ fn parse_endpoint(text: &str) -> Result<Url, Diagnostic> {
 }
 
 fn parse_proxy(text: &str, source: &str) -> Result<Url, Diagnostic> {
+    // A password in the URL is never quoted back.
+    let shown = match Url::parse(text) {
+        Ok(mut url) if url.password().is_some() => {
+            let _ = url.set_password(Some("REDACTED"));
+            format!("{:?}", url.as_str())
+        }
+        Err(_) if text.contains('@') => "(not shown: it may hold a password)".to_string(),
+        _ => format!("{text:?}"),
+    };
     let invalid = |why: &str| {
         Diagnostic::error(
             "Invalid SOCKS5 proxy",
             format!(
-                "{source} = {text:?} {why}. hct reaches the nodes' private IPs through a SOCKS5 \
+                "{source} = {shown} {why}. hct reaches the nodes' private IPs through a SOCKS5 \
                  proxy: write \"socks5://HOST:PORT\" (e.g. \"socks5://127.0.0.1:1055\" for \
-                 Tailscale userspace networking, or the port of `ssh -D`)."
+                 Tailscale userspace networking, or the port of `ssh -D`), with \
+                 \"USER:PASSWORD@\" before the host when the proxy wants them."
             ),
         )
     };
@@ -228,6 +257,19 @@ fn parse_proxy(text: &str, source: &str) -> Result<Url, Diagnostic> {
     }
     if url.host_str().is_none() || url.port().is_none() {
         return Err(invalid("lacks a host and port"));
+    }
+    let decoded = |part: &str| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8()
+            .is_ok_and(|text| text.len() <= 255)
+    };
+    if !decoded(url.username()) || !url.password().is_none_or(decoded) {
+        return Err(invalid(
+            "has a user name or password that is not UTF-8 or longer than 255 bytes",
+        ));
+    }
+    if url.username().is_empty() && url.password().is_some() {
+        return Err(invalid("has a password but no user name"));
     }
     Ok(url)
 }
@@ -358,6 +400,34 @@ mod tests {
                 .contains("environment variable HCT_TALOS_PROXY")
         );
         assert!(first.path.is_none());
+    }
+
+    #[test]
+    fn a_proxy_password_is_never_quoted_back() {
+        for bad in [
+            "http://user:hunter2@127.0.0.1:1080",
+            "socks5://user:hunter2@127.0.0.1",
+        ] {
+            let d = parse_proxy(bad, "talos_proxy").unwrap_err();
+            assert!(!d.detail.contains("hunter2"), "{}", d.detail);
+            assert!(d.detail.contains("REDACTED"), "{}", d.detail);
+        }
+        let no_user = parse_proxy("socks5://:hunter2@127.0.0.1:1080", "talos_proxy").unwrap_err();
+        assert!(
+            no_user.detail.contains("no user name"),
+            "{}",
+            no_user.detail
+        );
+        assert!(!no_user.detail.contains("hunter2"));
+        let config = ProviderConfig {
+            hcloud_token: None,
+            hcloud_endpoint: Url::parse("http://127.0.0.1:1/v1").unwrap(),
+            talos_proxy: Some(Url::parse("socks5://net:hunter2@127.0.0.1:1080").unwrap()),
+            pace: Pace::default(),
+        };
+        assert!(!format!("{config:?}").contains("hunter2"));
+        let good = parse_proxy("socks5://the%20net:hunter2@127.0.0.1:1080", "talos_proxy");
+        assert_eq!(good.unwrap().username(), "the%20net");
     }
 
     #[test]

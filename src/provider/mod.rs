@@ -7,13 +7,13 @@ pub mod config;
 pub mod ephemeral;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use crate::hcloud::{Client, ClientConfig};
+use crate::net::Proxy;
 use crate::pace::Pace;
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
 pub use config::ProviderConfig;
@@ -70,7 +70,7 @@ impl Context {
     /// to an address; None when hct dials the nodes directly. The one place
     /// the setting is read: the Talos API, the Kubernetes API probe and the
     /// image builder's SSH all dial through what this returns.
-    pub async fn talos_proxy(&self) -> Result<Option<SocketAddr>, Diagnostic> {
+    pub async fn talos_proxy(&self) -> Result<Option<Proxy>, Diagnostic> {
         let config = self.require_config()?;
         let Some(url) = &config.talos_proxy else {
             return Ok(None);
@@ -84,13 +84,28 @@ impl Context {
             )
             .at(AttrPath::attr("talos_proxy"))
         })?;
-        addresses.next().map(Some).ok_or_else(|| {
+        let addr = addresses.next().ok_or_else(|| {
             Diagnostic::error(
                 "Cannot resolve talos_proxy",
                 format!("{host}:{port} has no address. Check talos_proxy (or HCT_TALOS_PROXY)."),
             )
             .at(AttrPath::attr("talos_proxy"))
-        })
+        })?;
+        // Checked when the provider was configured: both decode.
+        let decoded = |part: &str| {
+            percent_encoding::percent_decode_str(part)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        Ok(Some(if url.username().is_empty() {
+            Proxy::new(addr)
+        } else {
+            Proxy::with_user(
+                addr,
+                decoded(url.username()),
+                decoded(url.password().unwrap_or_default()),
+            )
+        }))
     }
 }
 

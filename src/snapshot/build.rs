@@ -363,7 +363,7 @@ mod tests {
 
     #[test]
     fn emulator_addresses_need_the_proxy() {
-        let proxy = Route::Socks5("127.0.0.1:1080".parse().unwrap());
+        let proxy = Route::Socks5(crate::net::Proxy::new("127.0.0.1:1080".parse().unwrap()));
         assert!(check_route("203.0.113.7".parse().unwrap(), Route::Direct).is_err());
         assert!(check_route("203.0.113.7".parse().unwrap(), proxy).is_ok());
         assert!(check_route("95.217.1.2".parse().unwrap(), Route::Direct).is_ok());

@@ -9,6 +9,8 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+
+use crate::net::Proxy;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,7 +71,7 @@ impl fmt::Debug for BuilderKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Direct,
-    Socks5(SocketAddr),
+    Socks5(Proxy),
 }
 
 /// Why an attempt failed.

@@ -23,6 +23,7 @@ mod kubectl_e2e;
 mod mutations;
 mod network_plan_e2e;
 mod never_lose_e2e;
+mod overlapping_networks_e2e;
 mod packaging;
 mod security_e2e;
 mod talos_image_e2e;

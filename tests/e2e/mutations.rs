@@ -612,7 +612,10 @@ async fn boot_pair(
             .await
             .unwrap();
     }
-    let address = NodeAddress::new(IpAddr::V4(cp_ip), Some(sim.proxy_addr()));
+    let address = NodeAddress::new(
+        IpAddr::V4(cp_ip),
+        Some(hct::net::Proxy::new(sim.proxy_addr())),
+    );
     let trust = admin(&plan, &secrets);
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {

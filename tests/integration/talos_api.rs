@@ -125,7 +125,10 @@ fn worker(talos: &str) -> SampleNode {
 }
 
 fn address(sim: &SimHandle, ip: &str) -> NodeAddress {
-    NodeAddress::new(ip.parse::<IpAddr>().unwrap(), Some(sim.proxy_addr()))
+    NodeAddress::new(
+        ip.parse::<IpAddr>().unwrap(),
+        Some(hct::net::Proxy::new(sim.proxy_addr())),
+    )
 }
 
 fn credentials(os_ca: &str, client: &ClientCertificate) -> Trust {

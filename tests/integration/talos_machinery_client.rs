@@ -167,7 +167,7 @@ async fn talos_client_reads_a_cluster_hct_configured() {
     let trust = admin_trust(&talosconfig);
     let cp1 = NodeAddress::new(
         "10.0.128.17".parse::<IpAddr>().unwrap(),
-        Some(sim.proxy_addr()),
+        Some(hct::net::Proxy::new(sim.proxy_addr())),
     );
     eventually("bootstrap", || async {
         TalosClient::connect(&cp1, &trust).await?.bootstrap().await

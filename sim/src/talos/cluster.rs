@@ -7,7 +7,8 @@
 //!
 //! Workers find their control plane the way Talos does: through
 //! `cluster.controlPlane.endpoint` only. Its host must be the private IP
-//! of a running control plane (the sim resolves no names); trustd there
+//! of a running control plane in one of the worker's own networks
+//! (networks may overlap; the sim resolves no names); trustd there
 //! signs only for its own cluster's token, and kubelet registers only with
 //! an API server that runs there. A load balancer's private IP leads to the
 //! running control planes among its targets, for the ports it has a
@@ -20,6 +21,7 @@ use super::node::{EtcdMember, GoneMember, NodeState};
 use super::pki::CertificateAuthority;
 use super::ports::{KUBE_API_PORT, TRUSTD_PORT};
 use super::secret::Secret;
+use crate::ids::Id;
 use crate::resources::servers::Server;
 use crate::state::World;
 
@@ -31,18 +33,21 @@ pub struct Clusters<'w> {
     gone: &'w [GoneMember],
 }
 
-/// A load balancer on a private network: its IP, the ports it serves and
-/// its targets' private IPs.
+/// A private address: the network, and the IP in it.
+type Address = (Id, IpAddr);
+
+/// A load balancer on a private network: its address, the ports it serves
+/// and its targets' private addresses.
 struct Front {
-    ip: IpAddr,
+    address: Address,
     ports: Vec<u16>,
-    targets: Vec<IpAddr>,
+    targets: Vec<Address>,
 }
 
 struct Peer<'w> {
     state: &'w NodeState,
     config: Option<&'w MachineConfig>,
-    ips: Vec<IpAddr>,
+    addresses: Vec<Address>,
 }
 
 impl<'w> Clusters<'w> {
@@ -54,24 +59,24 @@ impl<'w> Clusters<'w> {
             .map(|(s, t)| Peer {
                 state: &t.node,
                 config: t.node.config(),
-                ips: private_ips(s),
+                addresses: addresses(s),
             })
             .collect();
         let load_balancers = world
             .load_balancers
             .values()
             .flat_map(|lb| {
-                let targets: Vec<IpAddr> = lb
+                let targets: Vec<Address> = lb
                     .targets
                     .iter()
                     .filter(|t| t.use_private_ip)
                     .flat_map(|t| world.target_servers(lb, t))
                     .filter_map(|id| world.servers.get(&id))
-                    .flat_map(private_ips)
+                    .flat_map(addresses)
                     .collect();
                 let ports: Vec<u16> = lb.services.iter().map(|s| s.listen_port).collect();
                 lb.private_net.iter().map(move |p| Front {
-                    ip: IpAddr::V4(p.ip),
+                    address: (p.network, IpAddr::V4(p.ip)),
                     ports: ports.clone(),
                     targets: targets.clone(),
                 })
@@ -94,20 +99,31 @@ impl<'w> Clusters<'w> {
         })
     }
 
-    /// The running control plane the endpoint's host is an address of, and
-    /// its config; None when no such node answers there.
-    fn at_endpoint(&self, endpoint: &str, port: u16) -> Option<(&'w NodeState, &'w MachineConfig)> {
-        let host: IpAddr = endpoint_host(endpoint)?.parse().ok()?;
-        let hosts = match self.load_balancers.iter().find(|lb| lb.ip == host) {
+    /// The running control plane the endpoint's host is an address of in
+    /// one of `from`'s networks, and its config; None when no such node
+    /// answers there.
+    fn at_endpoint(
+        &self,
+        endpoint: &str,
+        port: u16,
+        from: &Server,
+    ) -> Option<(&'w NodeState, &'w MachineConfig)> {
+        let ip: IpAddr = endpoint_host(endpoint)?.parse().ok()?;
+        let reachable: Vec<Address> = from.private_net.iter().map(|p| (p.network, ip)).collect();
+        let hosts = match self
+            .load_balancers
+            .iter()
+            .find(|lb| reachable.contains(&lb.address))
+        {
             Some(lb) if lb.ports.contains(&port) => lb.targets.clone(),
             Some(_) => Vec::new(),
-            None => vec![host],
+            None => reachable,
         };
         self.nodes.iter().find_map(|p| match p.config {
             Some(config)
                 if config.is_control_plane()
                     && p.state.is_running()
-                    && p.ips.iter().any(|ip| hosts.contains(ip)) =>
+                    && p.addresses.iter().any(|a| hosts.contains(a)) =>
             {
                 Some((p.state, config))
             }
@@ -122,10 +138,13 @@ impl<'w> Clusters<'w> {
         &self,
         endpoint: &str,
         token: &Secret,
+        from: &Server,
     ) -> Result<&'w CertificateAuthority, String> {
-        let (_, config) = self.at_endpoint(endpoint, TRUSTD_PORT).ok_or_else(|| {
-            format!("no control plane answers at the control plane endpoint {endpoint}")
-        })?;
+        let (_, config) = self
+            .at_endpoint(endpoint, TRUSTD_PORT, from)
+            .ok_or_else(|| {
+                format!("no control plane answers at the control plane endpoint {endpoint}")
+            })?;
         if config.trustd_token != *token || config.os_ca.key.is_none() {
             return Err(format!(
                 "trustd at the control plane endpoint {endpoint} refuses the node's token: \
@@ -137,9 +156,14 @@ impl<'w> Clusters<'w> {
 
     /// Whether the Kubernetes API server at the endpoint runs and belongs
     /// to `cluster`; Err says why kubelet cannot register.
-    pub fn api_server_at(&self, endpoint: &str, cluster: &ClusterIdentity) -> Result<(), String> {
+    pub fn api_server_at(
+        &self,
+        endpoint: &str,
+        cluster: &ClusterIdentity,
+        from: &Server,
+    ) -> Result<(), String> {
         let (state, config) = self
-            .at_endpoint(endpoint, KUBE_API_PORT)
+            .at_endpoint(endpoint, KUBE_API_PORT, from)
             .ok_or_else(|| format!("no Kubernetes API server answers at {endpoint}"))?;
         if config.cluster != *cluster {
             return Err(format!(
@@ -235,6 +259,19 @@ pub fn endpoint_host(endpoint: &str) -> Option<&str> {
         _ => authority,
     };
     Some(host.trim_start_matches('[').trim_end_matches(']'))
+}
+
+/// The server's private addresses, by network.
+fn addresses(server: &Server) -> Vec<Address> {
+    server
+        .private_net
+        .iter()
+        .flat_map(|p| {
+            std::iter::once(p.ip)
+                .chain(p.alias_ips.iter().copied())
+                .map(move |ip| (p.network, IpAddr::V4(ip)))
+        })
+        .collect()
 }
 
 /// The server's private IPs, as the node holds them.

@@ -145,7 +145,7 @@ pub fn of_node(
     } else if egress.is_err() || config.is_control_plane() || node.run.kubelet_registered {
         pulls("kubelet")
     } else {
-        match clusters.api_server_at(&config.endpoint, &config.cluster) {
+        match clusters.api_server_at(&config.endpoint, &config.cluster, server) {
             Ok(()) => ServiceStatus::running("kubelet"),
             Err(why) => ServiceStatus {
                 id: "kubelet",

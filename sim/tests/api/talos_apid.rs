@@ -5,9 +5,9 @@
 
 use crate::common;
 
-use common::{call, sim, talos_image};
+use common::{call, sim, socks5, talos_image};
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,8 +17,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 
@@ -86,21 +85,6 @@ async fn until(what: &str, holds: impl Fn() -> bool) {
         assert!(Instant::now() < deadline, "never: {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// Asks the proxy for `ip:port`; the reply code and the stream.
-async fn socks5(proxy: SocketAddr, ip: Ipv4Addr, port: u16) -> (u8, TcpStream) {
-    let mut stream = TcpStream::connect(proxy).await.unwrap();
-    stream.write_all(&[5, 1, 0]).await.unwrap();
-    let mut choice = [0u8; 2];
-    stream.read_exact(&mut choice).await.unwrap();
-    let mut request = vec![5, 1, 0, 1];
-    request.extend_from_slice(&ip.octets());
-    request.extend_from_slice(&port.to_be_bytes());
-    stream.write_all(&request).await.unwrap();
-    let mut reply = [0u8; 10];
-    stream.read_exact(&mut reply).await.unwrap();
-    (reply[1], stream)
 }
 
 /// Takes any server certificate, to look at it afterwards.

@@ -14,6 +14,7 @@ pub mod manifests;
 pub mod nodes;
 pub mod pods;
 
+use crate::net::Proxy;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +36,7 @@ const MAX_ANSWER: u64 = 16 * 1024 * 1024;
 #[derive(Debug, Clone, Copy)]
 pub struct KubeApi<'a> {
     pub ip: IpAddr,
-    pub proxy: Option<SocketAddr>,
+    pub proxy: Option<Proxy>,
     pub credentials: &'a ApiCredentials,
 }
 
@@ -59,7 +60,7 @@ impl Answer {
 /// Ok when `/readyz` answers 200; otherwise why not (for the wait's log).
 pub async fn readyz(
     ip: IpAddr,
-    proxy: Option<SocketAddr>,
+    proxy: Option<Proxy>,
     credentials: &ApiCredentials,
 ) -> Result<(), String> {
     let api = KubeApi {

@@ -69,11 +69,12 @@ pub fn schema() -> Schema {
             .sensitive()
             .description("The same credentials as a whole kubeconfig (context `admin@<cluster>`)."),
     )
-    .attribute(Attribute::computed("proxy_url", Type::String).description(
+    .attribute(Attribute::computed("proxy_url", Type::String).sensitive().description(
         "The provider's `talos_proxy` (`HCT_TALOS_PROXY`), the SOCKS5 proxy into the private \
          network, or null without one: for the consuming provider's `proxy_url`; `kubeconfig` \
-         carries it as `proxy-url`. Known exactly when the credentials are, which the \
-         kubernetes provider needs while the cluster does not exist yet.",
+         carries it as `proxy-url`. Sensitive: it may hold the proxy's user name and password. \
+         Known exactly when the credentials are, which the kubernetes provider needs while the \
+         cluster does not exist yet.",
     ))
     .attribute(
         Attribute::computed("expires_at", Type::String)

@@ -1,6 +1,7 @@
 //! A client of one node's Talos API (apid, port 50000), dialed directly or
 //! through the SOCKS5 proxy, with the trust of maintenance or configured mode.
 
+use crate::net::Proxy;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -47,11 +48,11 @@ pub struct NodeAddress {
     pub ip: IpAddr,
     pub port: u16,
     /// SOCKS5 proxy into the private network, when hct runs outside it.
-    pub proxy: Option<SocketAddr>,
+    pub proxy: Option<Proxy>,
 }
 
 impl NodeAddress {
-    pub fn new(ip: IpAddr, proxy: Option<SocketAddr>) -> Self {
+    pub fn new(ip: IpAddr, proxy: Option<Proxy>) -> Self {
         Self {
             ip,
             port: APID_PORT,

@@ -12,7 +12,10 @@ async fn a_config_changed_outside_hct_shows_in_the_plan_and_is_put_back() {
             .expect_success("apply");
         talos_admin(&ws)
     });
-    let general_1 = NodeAddress::new("10.0.128.65".parse().unwrap(), Some(sim.proxy_addr()));
+    let general_1 = NodeAddress::new(
+        "10.0.128.65".parse().unwrap(),
+        Some(hct::net::Proxy::new(sim.proxy_addr())),
+    );
     let ids_before = pool_nodes(&ws, "general");
 
     // Someone edits noreturn-general-1's config with talosctl.

@@ -100,7 +100,10 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
         // Someone upgrades noreturn-general-1 further by hand, and edits its
         // config: hct puts the config back but never downgrades the node.
         let admin = talos_admin(&ws);
-        let general_1 = NodeAddress::new("10.0.128.65".parse().unwrap(), Some(sim.proxy_addr()));
+        let general_1 = NodeAddress::new(
+            "10.0.128.65".parse().unwrap(),
+            Some(hct::net::Proxy::new(sim.proxy_addr())),
+        );
         let handle = tokio::runtime::Handle::current();
         handle.block_on(async {
             let mut node = TalosClient::connect(&general_1, &admin).await.unwrap();
@@ -154,7 +157,10 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
 /// The machine config noreturn-general-1 runs, as talosctl would read it.
 fn general_1_config(sim: &SimHandle, ws: &Workspace) -> String {
     let admin = talos_admin(ws);
-    let general_1 = NodeAddress::new("10.0.128.65".parse().unwrap(), Some(sim.proxy_addr()));
+    let general_1 = NodeAddress::new(
+        "10.0.128.65".parse().unwrap(),
+        Some(hct::net::Proxy::new(sim.proxy_addr())),
+    );
     tokio::runtime::Handle::current().block_on(async {
         let mut node = TalosClient::connect(&general_1, &admin).await.unwrap();
         node.machine_config().await.unwrap()

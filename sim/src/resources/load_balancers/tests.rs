@@ -109,7 +109,7 @@ fn connections_go_to_healthy_targets_only() {
 
     let listening: Listening = [(nat, 22)].into();
     let route = world
-        .load_balancer_route(ip, 22, &listening)
+        .load_balancer_route(network, ip, 22, &listening)
         .unwrap()
         .unwrap();
     assert_eq!((route.servers, route.destination_port), (vec![nat], 22));
@@ -121,7 +121,7 @@ fn connections_go_to_healthy_targets_only() {
 
     // Nothing listens: no healthy target.
     let route = world
-        .load_balancer_route(ip, 22, &Listening::new())
+        .load_balancer_route(network, ip, 22, &Listening::new())
         .unwrap()
         .unwrap();
     assert!(route.servers.is_empty());
@@ -136,14 +136,14 @@ fn connections_go_to_healthy_targets_only() {
     // No service on that port; not a load balancer's address.
     assert!(
         world
-            .load_balancer_route(ip, 23, &listening)
+            .load_balancer_route(network, ip, 23, &listening)
             .unwrap()
             .is_none()
     );
     let elsewhere: Ipv4Addr = "10.0.128.99".parse().unwrap();
     assert!(
         world
-            .load_balancer_route(elsewhere, 22, &listening)
+            .load_balancer_route(network, elsewhere, 22, &listening)
             .is_none()
     );
 }

@@ -151,14 +151,16 @@ impl World {
     /// has that address.
     pub fn load_balancer_route(
         &self,
+        network: Id,
         ip: Ipv4Addr,
         port: u16,
         listening: &Listening,
     ) -> Option<Option<Route>> {
-        let lb = self
-            .load_balancers
-            .values()
-            .find(|lb| lb.private_net.iter().any(|p| p.ip == ip))?;
+        let lb = self.load_balancers.values().find(|lb| {
+            lb.private_net
+                .iter()
+                .any(|p| p.network == network && p.ip == ip)
+        })?;
         let Some(service) = lb.service(port) else {
             return Some(None);
         };

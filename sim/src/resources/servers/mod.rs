@@ -123,6 +123,13 @@ pub struct PrivateNet {
     pub mac_address: String,
 }
 
+impl PrivateNet {
+    /// Whether `ip` is this attachment's address or one of its aliases.
+    pub fn has(&self, ip: Ipv4Addr) -> bool {
+        self.ip == ip || self.alias_ips.contains(&ip)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PublicIp {
     pub id: Id,

@@ -2,7 +2,7 @@
 //! with the refusals Talos gives (maintenance mode, workers, bootstrap
 //! done already, a node that is rebooting).
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::time::Duration;
 
 use tonic::Code;
@@ -18,7 +18,7 @@ use super::version::{TalosVersion, installer_version};
 use crate::clock::Timestamp;
 use crate::events::SimEvent;
 use crate::ids::Id;
-use crate::resources::servers::{Server, ServerStatus, TalosNode};
+use crate::resources::servers::{PrivateNet, Server, ServerStatus, TalosNode};
 use crate::state::World;
 
 /// The node a call is for, as of the start of Talos that serves it.
@@ -177,15 +177,18 @@ pub fn hostname(world: &World, at: NodeRef) -> Result<String, CallError> {
 /// The node a call with `node` metadata goes to: the serving node itself,
 /// or a peer of its cluster that answers.
 pub fn peer(world: &World, at: NodeRef, ip: IpAddr) -> Result<NodeRef, CallError> {
-    let (_, talos) = node(world, at)?;
+    let (serving, talos) = node(world, at)?;
     let cluster = configured(talos, "proxying")?.cluster;
     let IpAddr::V4(ip) = ip else {
         return Err(CallError::NoSuchPeer(ip));
     };
+    // In the serving node's networks only: networks may overlap.
+    let shares_network =
+        |p: &PrivateNet| serving.private_net.iter().any(|q| q.network == p.network);
     let target = world
         .servers
         .values()
-        .find(|s| has_ip(s, ip))
+        .find(|s| s.private_net.iter().any(|p| shares_network(p) && p.has(ip)))
         .ok_or(CallError::NoSuchPeer(IpAddr::V4(ip)))?;
     if target.id == at.server {
         return Ok(at);
@@ -203,13 +206,6 @@ pub fn peer(world: &World, at: NodeRef, ip: IpAddr) -> Result<NodeRef, CallError
         }),
         None => Err(CallError::NoSuchPeer(IpAddr::V4(ip))),
     }
-}
-
-fn has_ip(server: &Server, ip: Ipv4Addr) -> bool {
-    server
-        .private_net
-        .iter()
-        .any(|p| p.ip == ip || p.alias_ips.contains(&ip))
 }
 
 pub fn version(world: &World, at: NodeRef) -> Result<VersionReport, CallError> {

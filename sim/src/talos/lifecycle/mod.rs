@@ -193,13 +193,13 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
     if !config.is_control_plane() {
         if node.run.apid_issuer.is_none() {
             node.run.apid_issuer = clusters
-                .trustd_at(&config.endpoint, &config.trustd_token)
+                .trustd_at(&config.endpoint, &config.trustd_token, server)
                 .ok()
                 .cloned();
         }
         if node.run.apid_issuer.is_some()
             && clusters
-                .api_server_at(&config.endpoint, &config.cluster)
+                .api_server_at(&config.endpoint, &config.cluster, server)
                 .is_ok()
         {
             node.run.kubelet_registered = true;
@@ -265,7 +265,7 @@ fn summarize(talos: &TalosNode, server: &Server, world: &World, clusters: &Clust
         (Phase::Running, Some(c)) if apid == ApidState::AwaitingCertificate => Some(format!(
             "waiting for trustd on a control plane to sign apid's certificate: {}",
             clusters
-                .trustd_at(&c.endpoint, &c.trustd_token)
+                .trustd_at(&c.endpoint, &c.trustd_token, server)
                 .err()
                 .unwrap_or_else(|| "not asked yet".into())
         )),

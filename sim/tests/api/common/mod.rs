@@ -1,10 +1,14 @@
-//! What the Talos emulation tests share: a seeded emulator with fast
-//! actions, calls to its API, and its Talos snapshot.
+//! What the emulation tests share: a seeded emulator with fast actions,
+//! calls to its API, its Talos snapshot, and SOCKS5 requests to its proxy.
 #![allow(dead_code)] // each test file uses its own part
+
+use std::net::{Ipv4Addr, SocketAddr};
 
 use hct_sim::{Id, Sim, SimHandle, SimOptions};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 pub async fn sim() -> SimHandle {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -47,4 +51,27 @@ pub fn talos_image(sim: &SimHandle) -> Id {
             .map(|i| i.id)
             .unwrap()
     })
+}
+
+/// Greets the proxy without authentication and asks for `ip:port`; the
+/// reply code and the stream.
+pub async fn socks5(proxy: SocketAddr, ip: Ipv4Addr, port: u16) -> (u8, TcpStream) {
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    stream.write_all(&[5, 1, 0]).await.unwrap();
+    let mut choice = [0u8; 2];
+    stream.read_exact(&mut choice).await.unwrap();
+    assert_eq!(choice, [5, 0], "the proxy accepts no authentication");
+    socks5_request(stream, ip, port).await
+}
+
+/// CONNECT `ip:port` on a greeted stream; the reply code and the stream.
+pub async fn socks5_request(mut stream: TcpStream, ip: Ipv4Addr, port: u16) -> (u8, TcpStream) {
+    let mut request = vec![5, 1, 0, 1];
+    request.extend_from_slice(&ip.octets());
+    request.extend_from_slice(&port.to_be_bytes());
+    stream.write_all(&request).await.unwrap();
+    let mut reply = [0u8; 10];
+    stream.read_exact(&mut reply).await.unwrap();
+    assert_eq!((reply[0], reply[3]), (5, 1));
+    (reply[1], stream)
 }
