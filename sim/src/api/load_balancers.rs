@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::api::input::Body;
 use crate::api::query::Query;
-use crate::api::{Filter, PathId, action_answer, created, list, ok};
+use crate::api::{Filter, PathId, action_answer, created, delete_protection_answer, list, ok};
 use crate::app::{AppState, lock};
 use crate::errors::ApiError;
 use crate::load_balancer_types::LOAD_BALANCER_TYPES;
@@ -308,17 +308,14 @@ async fn delete_service(
 async fn change_protection(
     State(sim): State<AppState>,
     PathId(id): PathId,
-    mut body: Body,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    let delete = body.bool("delete");
-    body.finish()?;
-    action_answer(&sim, |w, now| {
-        let delete = match delete {
-            Some(delete) => delete,
-            None => w.load_balancer(id)?.delete_protected,
-        };
-        w.protect_load_balancer(id, delete, now)
-    })
+    delete_protection_answer(
+        &sim,
+        body,
+        |w| Ok(w.load_balancer(id)?.delete_protected),
+        |w, delete, now| w.protect_load_balancer(id, delete, now),
+    )
 }
 
 async fn list_types(query: Query) -> Result<Response, ApiError> {

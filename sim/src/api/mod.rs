@@ -29,6 +29,7 @@ use crate::ids::{Id, ResourceKind};
 use crate::labels::{Labels, Selector};
 use crate::pagination::{Sortable, paginate};
 use crate::state::World;
+use input::Body;
 use query::Query;
 
 pub fn router(state: AppState) -> Router<AppState> {
@@ -93,6 +94,26 @@ pub fn action_answer(
     Ok(created(
         json!({"action": world.action(action)?.to_api(now)}),
     ))
+}
+
+/// `change_protection` of a resource that has delete protection only
+/// (networks, load balancers, Primary IPs): the body's `delete`, or the
+/// current setting when it gives none, set by `protect` as an action.
+pub fn delete_protection_answer(
+    sim: &AppState,
+    mut body: Body,
+    current: impl FnOnce(&World) -> Result<bool, ApiError>,
+    protect: impl FnOnce(&mut World, bool, Timestamp) -> Result<Id, ApiError>,
+) -> Result<Response, ApiError> {
+    let delete = body.bool("delete");
+    body.finish()?;
+    action_answer(sim, |w, now| {
+        let delete = match delete {
+            Some(delete) => delete,
+            None => current(w)?,
+        };
+        protect(w, delete, now)
+    })
 }
 
 /// The IDs in a request path, in order (`/servers/{id}/actions/{action_id}`).

@@ -8,7 +8,9 @@ use serde_json::json;
 
 use crate::api::input::Body;
 use crate::api::query::Query;
-use crate::api::{Filter, PathId, action_answer, created, list, no_content, ok};
+use crate::api::{
+    Filter, PathId, action_answer, created, delete_protection_answer, list, no_content, ok,
+};
 use crate::app::AppState;
 use crate::errors::ApiError;
 use crate::resources::networks::{RouteSpec, SubnetSpec};
@@ -24,6 +26,10 @@ pub fn routes() -> Router<AppState> {
         .route("/networks/{id}/actions/delete_subnet", post(delete_subnet))
         .route("/networks/{id}/actions/add_route", post(add_route))
         .route("/networks/{id}/actions/delete_route", post(delete_route))
+        .route(
+            "/networks/{id}/actions/change_protection",
+            post(change_protection),
+        )
 }
 
 fn subnet_spec(body: &mut Body) -> SubnetSpec {
@@ -134,6 +140,19 @@ async fn delete_subnet(
     let ip_range = body.required_str("ip_range");
     body.finish()?;
     action_answer(&sim, |w, now| w.delete_subnet(id, &ip_range, now))
+}
+
+async fn change_protection(
+    State(sim): State<AppState>,
+    PathId(id): PathId,
+    body: Body,
+) -> Result<Response, ApiError> {
+    delete_protection_answer(
+        &sim,
+        body,
+        |w| Ok(w.network(id)?.delete_protected),
+        |w, delete, now| w.protect_network(id, delete, now),
+    )
 }
 
 async fn add_route(

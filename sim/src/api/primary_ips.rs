@@ -8,7 +8,9 @@ use serde_json::json;
 
 use crate::api::input::Body;
 use crate::api::query::Query;
-use crate::api::{Filter, PathId, action_answer, created, list, no_content, ok};
+use crate::api::{
+    Filter, PathId, action_answer, created, delete_protection_answer, list, no_content, ok,
+};
 use crate::app::AppState;
 use crate::errors::ApiError;
 use crate::resources::primary_ips::PrimaryIpSpec;
@@ -126,13 +128,12 @@ async fn unassign(State(sim): State<AppState>, PathId(id): PathId) -> Result<Res
 async fn change_protection(
     State(sim): State<AppState>,
     PathId(id): PathId,
-    mut body: Body,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    let delete = body.bool("delete");
-    body.finish()?;
-    action_answer(&sim, |w, now| match delete {
-        Some(delete) => w.protect_primary_ip(id, delete, now),
-        None => Ok(w.primary_ip(id)?.delete_protected)
-            .and_then(|current| w.protect_primary_ip(id, current, now)),
-    })
+    delete_protection_answer(
+        &sim,
+        body,
+        |w| Ok(w.primary_ip(id)?.delete_protected),
+        |w, delete, now| w.protect_primary_ip(id, delete, now),
+    )
 }

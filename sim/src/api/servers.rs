@@ -33,6 +33,10 @@ pub fn routes() -> Router<AppState> {
         .route("/servers/{id}/actions/create_image", post(create_image))
         .route("/servers/{id}/actions/change_type", post(change_type))
         .route(
+            "/servers/{id}/actions/change_protection",
+            post(change_protection),
+        )
+        .route(
             "/servers/{id}/actions/attach_to_network",
             post(attach_to_network),
         )
@@ -166,6 +170,17 @@ async fn delete_server(
     let now = world.now;
     let action = world.delete_server(id, now)?;
     Ok(ok(json!({"action": action_json(&world, action, now)?})))
+}
+
+async fn change_protection(
+    State(sim): State<AppState>,
+    PathId(id): PathId,
+    mut body: Body,
+) -> Result<Response, ApiError> {
+    let delete = body.bool("delete");
+    let rebuild = body.bool("rebuild");
+    body.finish()?;
+    action_answer(&sim, |w, now| w.protect_server(id, delete, rebuild, now))
 }
 
 async fn power_on(State(sim): State<AppState>, PathId(id): PathId) -> Result<Response, ApiError> {

@@ -5,6 +5,7 @@
 mod common;
 
 mod http_api;
+mod protection;
 mod public_net_api;
 mod socks5_proxy;
 mod talos_apid;

@@ -3,6 +3,7 @@
 
 use super::ranges::parse_network_range;
 use super::{Network, RouteSpec, SubnetSpec};
+use crate::actions::{Completion, NewAction};
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
 use crate::events::SimEvent;
@@ -114,5 +115,24 @@ impl World {
             });
         }
         Ok(())
+    }
+
+    /// `change_protection`: the network's delete protection.
+    pub fn protect_network(
+        &mut self,
+        id: Id,
+        delete: bool,
+        now: Timestamp,
+    ) -> Result<Id, ApiError> {
+        self.ensure_unlocked(ResourceRef::network(id))?;
+        self.network_mut(id)?.delete_protected = delete;
+        Ok(self.start_action(
+            NewAction::on(
+                "change_protection",
+                ResourceRef::network(id),
+                Completion::Nothing,
+            ),
+            now,
+        ))
     }
 }

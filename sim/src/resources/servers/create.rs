@@ -300,6 +300,37 @@ impl World {
         Ok(())
     }
 
+    /// `change_protection`: delete and rebuild protection, which Hetzner
+    /// takes only together (the same value for both).
+    pub fn protect_server(
+        &mut self,
+        id: Id,
+        delete: Option<bool>,
+        rebuild: Option<bool>,
+        now: Timestamp,
+    ) -> Result<Id, ApiError> {
+        let server = self.actionable_server(id)?;
+        let delete = delete.unwrap_or(server.delete_protected);
+        let rebuild = rebuild.unwrap_or(server.rebuild_protected);
+        if delete != rebuild {
+            return Err(ApiError::field(
+                "rebuild",
+                "delete and rebuild protection must have the same value",
+            ));
+        }
+        let server = self.server_mut(id)?;
+        server.delete_protected = delete;
+        server.rebuild_protected = rebuild;
+        Ok(self.start_action(
+            NewAction::on(
+                "change_protection",
+                ResourceRef::server(id),
+                Completion::Nothing,
+            ),
+            now,
+        ))
+    }
+
     pub fn delete_server(&mut self, id: Id, now: Timestamp) -> Result<Id, ApiError> {
         if self.actionable_server(id)?.delete_protected {
             return Err(ApiError::Protected { kind: "server" });
