@@ -145,7 +145,16 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         // follows its manifests: `kubernetes_sync`).
         if run.spec.role == Role::Worker {
             let rule = CniRule::Installed;
-            ready::wait_ready(run.settings, clients.proxy, &nodes, rule, &deadline).await?;
+            let credentials = run.settings.kubernetes_trust()?;
+            ready::wait_ready(
+                run.settings,
+                &credentials,
+                clients.proxy,
+                &nodes,
+                rule,
+                &deadline,
+            )
+            .await?;
         }
         Ok::<(), ClusterError>(())
     }

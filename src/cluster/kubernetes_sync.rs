@@ -110,5 +110,13 @@ pub async fn sync(run: Sync<'_>) -> Result<(), ClusterError> {
             .map_err(|why| ClusterError::ManifestsNotApplied { why })?;
     }
     let rule = CniRule::Known(objects.brings_cni);
-    ready::wait_ready(run.settings, run.proxy, run.nodes, rule, run.deadline).await
+    ready::wait_ready(
+        run.settings,
+        &credentials,
+        run.proxy,
+        run.nodes,
+        rule,
+        run.deadline,
+    )
+    .await
 }

@@ -11,6 +11,7 @@ use super::kube_api::{KubeApi, nodes};
 use super::record::NodeRecord;
 use super::settings::ClusterSettings;
 use super::wait::Deadline;
+use crate::talos::client_config::ApiCredentials;
 
 /// Whether the group waits for Ready nodes.
 pub enum CniRule {
@@ -24,6 +25,7 @@ pub enum CniRule {
 /// until the operation's `deadline` (the one its apply started).
 pub async fn wait_ready(
     settings: &ClusterSettings,
+    credentials: &ApiCredentials,
     proxy: Option<Proxy>,
     nodes: &[NodeRecord],
     rule: CniRule,
@@ -37,11 +39,10 @@ pub async fn wait_ready(
         summary: "No Kubernetes API",
         detail: format!("{endpoint} names no IP"),
     })?;
-    let credentials = settings.kubernetes_trust()?;
     let api = KubeApi {
         ip,
         proxy,
-        credentials: &credentials,
+        credentials,
     };
     if matches!(rule, CniRule::Installed) {
         match nodes::cni_installed(&api).await {

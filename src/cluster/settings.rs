@@ -373,6 +373,31 @@ impl WorkerJoin {
     }
 }
 
+#[cfg(test)]
+impl WorkerJoin {
+    /// A pool's bundle of `secrets` on the reference plan, its access issued
+    /// at `issued`: for tests.
+    pub(crate) fn sample(secrets: &Secrets, issued: SystemTime) -> Self {
+        WorkerJoin {
+            version: WorkerJoin::VERSION,
+            cluster_name: "demo".into(),
+            network_id: 1,
+            network_plan: crate::talos::testing::reference_plan().to_json(),
+            talos_version: "v1.13.2".into(),
+            kubernetes_version: None,
+            image_id: "1".into(),
+            schematic_id: "s".into(),
+            install_disk: "/dev/sda".into(),
+            config_delivery: ConfigDelivery::Apply,
+            ssh_key_ids: vec![],
+            keys: JoinKeys::Pool {
+                join_secrets: secrets.join_secrets(),
+                access: PoolAccess::issue(secrets, issued).expect("a test's access"),
+            },
+        }
+    }
+}
+
 /// The patch that puts the manifests in `cluster.inlineManifests`, before
 /// the user's patches (JSON is YAML); None without manifests.
 fn inline_manifests_patch(manifests: &[(String, String)]) -> Option<String> {

@@ -258,20 +258,33 @@ fn parse_proxy(text: &str, source: &str) -> Result<Url, Diagnostic> {
     if url.host_str().is_none() || url.port().is_none() {
         return Err(invalid("lacks a host and port"));
     }
+    match proxy_credentials(&url) {
+        Err(()) => return Err(invalid("has a user name or password that is not UTF-8")),
+        Ok(Some((user, password))) if user.len() > 255 || password.len() > 255 => {
+            return Err(invalid("has a user name or password longer than 255 bytes"));
+        }
+        Ok(None) if url.password().is_some() => {
+            return Err(invalid("has a password but no user name"));
+        }
+        Ok(_) => {}
+    }
+    Ok(url)
+}
+
+/// A proxy URL's user name and password, percent-decoded (the password may
+/// be empty); None without a user name; Err when either is not UTF-8.
+pub(crate) fn proxy_credentials(url: &Url) -> Result<Option<(String, String)>, ()> {
     let decoded = |part: &str| {
         percent_encoding::percent_decode_str(part)
             .decode_utf8()
-            .is_ok_and(|text| text.len() <= 255)
+            .map(|text| text.into_owned())
+            .map_err(drop)
     };
-    if !decoded(url.username()) || !url.password().is_none_or(decoded) {
-        return Err(invalid(
-            "has a user name or password that is not UTF-8 or longer than 255 bytes",
-        ));
+    if url.username().is_empty() {
+        return Ok(None);
     }
-    if url.username().is_empty() && url.password().is_some() {
-        return Err(invalid("has a password but no user name"));
-    }
-    Ok(url)
+    let password = decoded(url.password().unwrap_or_default())?;
+    Ok(Some((decoded(url.username())?, password)))
 }
 
 fn parse_poll_interval(text: &str) -> Result<Duration, Diagnostic> {

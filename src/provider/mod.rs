@@ -91,20 +91,10 @@ impl Context {
             )
             .at(AttrPath::attr("talos_proxy"))
         })?;
-        // Checked when the provider was configured: both decode.
-        let decoded = |part: &str| {
-            percent_encoding::percent_decode_str(part)
-                .decode_utf8_lossy()
-                .into_owned()
-        };
-        Ok(Some(if url.username().is_empty() {
-            Proxy::new(addr)
-        } else {
-            Proxy::with_user(
-                addr,
-                decoded(url.username()),
-                decoded(url.password().unwrap_or_default()),
-            )
+        // Checked when the provider was configured.
+        Ok(Some(match config::proxy_credentials(url) {
+            Ok(Some((user, password))) => Proxy::with_user(addr, user, password),
+            _ => Proxy::new(addr),
         }))
     }
 }

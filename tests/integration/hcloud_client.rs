@@ -8,33 +8,10 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hct::hcloud::models::Labels;
 use hct::hcloud::{Client, ClientConfig, HcloudError, LabelSelector, PrivateServer};
 use hct::secret::Secret;
 use hct_sim::{FaultSpec, SimHandle};
-use support::sim::{client, seeded_network, start as sim};
-
-fn labels(pairs: &[(&str, &str)]) -> Labels {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn spec(network: i64, name: &str, ip: &str) -> PrivateServer {
-    PrivateServer {
-        name: name.into(),
-        server_type: "cx23".into(),
-        location: "nbg1".into(),
-        image: "debian-13".into(),
-        network,
-        ip: ip.parse().unwrap(),
-        placement_group: None,
-        labels: labels(&[("cluster", "test"), ("role", "worker")]),
-        user_data: Some("#cloud-config\n".into()),
-        ssh_keys: vec![],
-    }
-}
+use support::sim::{client, labels, private_server as spec, seeded_network, start as sim};
 
 fn servers_named(sim: &SimHandle, name: &str) -> usize {
     sim.inspect(|w| w.servers.values().filter(|s| s.name == name).count())

@@ -11,38 +11,24 @@ use std::time::Duration;
 use hct::hcloud::models::Labels;
 use hct::hcloud::{Client, PrivateServer};
 use hct_sim::{FaultSpec, SimHandle};
-use support::sim::{client, seeded_network, start as sim};
+use support::sim::{client, private_server, seeded_network, start as sim};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const CREATE_IMAGE: &str = "POST /servers/{id}/actions/create_image";
 
 fn labels() -> Labels {
-    [("managed-by", "hct"), ("talos-version", "v1.13.2")]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    support::sim::labels(&[("managed-by", "hct"), ("talos-version", "v1.13.2")])
 }
 
 /// A stopped server to snapshot.
 async fn stopped_server(sim: &SimHandle, client: &Client, name: &str, ip: &str) -> i64 {
-    let network = seeded_network(sim);
+    let spec = PrivateServer {
+        labels: labels(),
+        user_data: None,
+        ..private_server(seeded_network(sim), name, ip)
+    };
     let server = client
-        .create_private_server(
-            &PrivateServer {
-                name: name.into(),
-                server_type: "cx23".into(),
-                location: "nbg1".into(),
-                image: "debian-13".into(),
-                network,
-                ip: ip.parse().unwrap(),
-                placement_group: None,
-                labels: labels(),
-                user_data: None,
-                ssh_keys: vec![],
-            },
-            TIMEOUT,
-            |_| {},
-        )
+        .create_private_server(&spec, TIMEOUT, |_| {})
         .await
         .unwrap();
     let action = client.power_off(server.id).await.unwrap();

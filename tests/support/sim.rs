@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use hct::hcloud::{Client, ClientConfig};
+use hct::hcloud::models::Labels;
+use hct::hcloud::{Client, ClientConfig, PrivateServer};
 use hct::pace::Pace;
 use hct::secret::Secret;
 use hct_sim::resources::servers::Server;
@@ -112,4 +113,28 @@ pub fn delete_server(sim: &SimHandle, name: &str) {
 /// How many requests of `route` (e.g. `DELETE /servers/{id}`) the sim took.
 pub fn requests_of(sim: &SimHandle, route: &str) -> usize {
     sim.requests().iter().filter(|r| r.route == route).count()
+}
+
+/// Labels from pairs.
+pub fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A private-only Debian worker of the cluster `test` at `ip` on `network`.
+pub fn private_server(network: i64, name: &str, ip: &str) -> PrivateServer {
+    PrivateServer {
+        name: name.into(),
+        server_type: "cx23".into(),
+        location: "nbg1".into(),
+        image: "debian-13".into(),
+        network,
+        ip: ip.parse().unwrap(),
+        placement_group: None,
+        labels: labels(&[("cluster", "test"), ("role", "worker")]),
+        user_data: Some("#cloud-config\n".into()),
+        ssh_keys: vec![],
+    }
 }

@@ -342,27 +342,10 @@ fn kubernetes_changes(prior: &Value, proposed: &Value, source: Option<&AttrPath>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::pool_access::PoolAccess;
     use crate::talos::testing::generated_secrets;
 
     fn bundle(secrets: &Secrets) -> Value {
-        let join = WorkerJoin {
-            version: WorkerJoin::VERSION,
-            cluster_name: "x".into(),
-            network_id: 1,
-            network_plan: serde_json::json!({}),
-            talos_version: "v1.13.2".into(),
-            kubernetes_version: None,
-            image_id: "1".into(),
-            schematic_id: "s".into(),
-            install_disk: "/dev/sda".into(),
-            config_delivery: ConfigDelivery::Apply,
-            ssh_key_ids: vec![],
-            keys: JoinKeys::Pool {
-                join_secrets: secrets.join_secrets(),
-                access: PoolAccess::issue(secrets, std::time::SystemTime::now()).unwrap(),
-            },
-        };
+        let join = WorkerJoin::sample(secrets, std::time::SystemTime::now());
         Value::object([("worker_join", Value::from(join.encode()))])
     }
 
@@ -419,15 +402,6 @@ mod tests {
         let mut planned = bundle(secrets);
         let yaml = secrets.to_yaml();
         copy_from_join(&mut planned, &with_secrets(Some(&yaml)), &Value::Null).unwrap();
-        set(
-            &mut planned,
-            "network_plan",
-            Value::from(
-                crate::talos::testing::reference_plan()
-                    .to_json()
-                    .to_string(),
-            ),
-        );
         let settings = super::super::model::settings(&planned, secrets.clone()).unwrap();
         let prior = planned.get("worker_join").clone();
         let access = |v: &Value| match WorkerJoin::decode(v.as_str().unwrap()).unwrap().keys {

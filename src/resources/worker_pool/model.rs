@@ -222,31 +222,13 @@ mod access_tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::cluster::pool_access::PoolAccess;
-    use crate::cluster::settings::{ConfigDelivery, JoinKeys, Keys, WorkerJoin};
-    use crate::talos::testing::{generated_secrets, reference_plan};
+    use crate::cluster::settings::{Keys, WorkerJoin};
+    use crate::talos::testing::generated_secrets;
 
     fn pool_settings(issued: SystemTime) -> ClusterSettings {
-        let secrets = generated_secrets();
-        WorkerJoin {
-            version: WorkerJoin::VERSION,
-            cluster_name: "demo".into(),
-            network_id: 1,
-            network_plan: reference_plan().to_json(),
-            talos_version: "v1.13.2".into(),
-            kubernetes_version: None,
-            image_id: "1".into(),
-            schematic_id: "s".into(),
-            install_disk: "/dev/sda".into(),
-            config_delivery: ConfigDelivery::Apply,
-            ssh_key_ids: vec![],
-            keys: JoinKeys::Pool {
-                join_secrets: secrets.join_secrets(),
-                access: PoolAccess::issue(secrets, issued).unwrap(),
-            },
-        }
-        .settings()
-        .unwrap()
+        WorkerJoin::sample(generated_secrets(), issued)
+            .settings()
+            .unwrap()
     }
 
     #[test]
