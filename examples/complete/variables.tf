@@ -17,7 +17,7 @@ variable "location" {
 
 variable "talos_version" {
   type    = string
-  default = "v1.12.6"
+  default = "v1.14.0"
 }
 
 variable "nat_server_type" {

@@ -28,7 +28,7 @@ variable "cluster_name" {
 
 variable "talos_version" {
   type    = string
-  default = "v1.12.6"
+  default = "v1.14.0"
 }
 
 variable "location" {

@@ -1,6 +1,6 @@
 # Looks up the Talos snapshots of a Hetzner project: the ones hct built, found
 # by their labels. `scripts/demo talos-image` runs it against hct-sim, which
-# seeds snapshots for v1.11.3, v1.12.6 and v1.13.9 on both architectures.
+# seeds snapshots for v1.11.3, v1.12.6, v1.13.9 and v1.14.0 on both architectures.
 
 terraform {
   required_providers {
@@ -16,7 +16,7 @@ provider "hct" {}
 variable "talos_version" {
   description = "Try v1.11.3 to see the warning about its containerd."
   type        = string
-  default     = "v1.12.6"
+  default     = "v1.14.0"
 }
 
 data "hct_talos_image" "x86" {

@@ -24,7 +24,7 @@ use crate::state::World;
 /// The Image Factory schematic of the seeded Talos snapshots.
 pub const TALOS_SCHEMATIC: &str =
     "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
-pub const TALOS_VERSIONS: [&str; 3] = ["v1.11.3", "v1.12.6", "v1.13.9"];
+pub const TALOS_VERSIONS: [&str; 4] = ["v1.11.3", "v1.12.6", "v1.13.9", "v1.14.0"];
 pub const SEED_NETWORK: &str = "the private network";
 /// The seed network's NAT gateway: its name and its address in the network.
 pub const NAT_SERVER: &str = "hct-sim-nat";

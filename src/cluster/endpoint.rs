@@ -397,17 +397,13 @@ pub async fn retire(group: &Group<'_>) -> Result<(), ClusterError> {
 /// How many nodes' configs [`retire`] reads at once.
 const READS_AT_ONCE: usize = 16;
 
-/// Whether a running config's `cluster.controlPlane.endpoint` starts with
+/// Whether a running config's control-plane endpoint starts with
 /// `endpoint` (`https://<ip>:`); an unreadable config counts as naming it.
 fn names_endpoint(config: &str, endpoint: &str) -> bool {
-    let Ok(documents) = crate::talos::yaml::parse_documents(config) else {
+    if crate::talos::yaml::parse_documents(config).is_err() {
         return true;
-    };
-    documents.iter().any(|d| {
-        d.pointer("/cluster/controlPlane/endpoint")
-            .and_then(|e| e.as_str())
-            .is_some_and(|e| e.starts_with(endpoint))
-    })
+    }
+    crate::talos::config::running_endpoint(config).is_some_and(|e| e.starts_with(endpoint))
 }
 
 /// Deletes every load balancer hct made for `cluster`.

@@ -16,7 +16,7 @@ use crate::network_plan::NetworkPlan;
 use crate::secret::Secret;
 use crate::talos::api::{AdminCredentials, Trust};
 use crate::talos::client_config::{self, ApiCredentials};
-use crate::talos::config::ConfigError;
+use crate::talos::config::{ConfigError, Contract, inline_manifests_patch};
 use crate::talos::release::{KubernetesVersion, TalosVersion};
 use crate::talos::{JoinSecrets, MachineConfig, NodeConfigInput, NodeSecrets, Role, Secrets};
 
@@ -96,7 +96,8 @@ pub struct NodeTraits {
     /// Talos' form: key → `value:Effect` or `Effect`.
     pub node_taints: BTreeMap<String, String>,
     pub config_patches: Vec<String>,
-    /// `cluster.inlineManifests` (name, contents): control planes only.
+    /// The inline manifests (name, contents): control planes only
+    /// (`cluster.inlineManifests`, or `KubeInlineManifestConfig` from v1.14).
     pub inline_manifests: Vec<(String, String)>,
 }
 
@@ -119,10 +120,13 @@ impl ClusterSettings {
             role,
             node_labels: traits.node_labels.clone(),
             node_taints: traits.node_taints.clone(),
-            config_patches: inline_manifests_patch(&traits.inline_manifests)
-                .into_iter()
-                .chain(traits.config_patches.iter().cloned())
-                .collect(),
+            config_patches: inline_manifests_patch(
+                Contract::of(&self.talos_version)?,
+                &traits.inline_manifests,
+            )
+            .into_iter()
+            .chain(traits.config_patches.iter().cloned())
+            .collect(),
             interface: None,
             ip: Some(ip),
         };
@@ -396,17 +400,4 @@ impl WorkerJoin {
             },
         }
     }
-}
-
-/// The patch that puts the manifests in `cluster.inlineManifests`, before
-/// the user's patches (JSON is YAML); None without manifests.
-fn inline_manifests_patch(manifests: &[(String, String)]) -> Option<String> {
-    if manifests.is_empty() {
-        return None;
-    }
-    let list: Vec<serde_json::Value> = manifests
-        .iter()
-        .map(|(name, contents)| serde_json::json!({"name": name, "contents": contents}))
-        .collect();
-    Some(serde_json::json!({"cluster": {"inlineManifests": list}}).to_string())
 }

@@ -272,7 +272,7 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
 
 /// `kubernetes_version` from a variable (on the settings' resource: the
 /// example is in the parallel form).
-fn with_kubernetes_version(ws: &Workspace, version: &str) {
+pub(crate) fn with_kubernetes_version(ws: &Workspace, version: &str) {
     ws.write(
         "kubernetes.tf",
         &format!("variable \"kubernetes_version\" {{\n  type    = string\n  default = \"{version}\"\n}}\n"),
@@ -284,11 +284,12 @@ fn with_kubernetes_version(ws: &Workspace, version: &str) {
 }
 
 /// kube-proxy on (hct's configs turn it off for Cilium), through the
-/// control planes' config patches: Talos then renders its DaemonSet.
+/// control planes' config patches (Talos v1.14's `KubeProxyConfig`): Talos
+/// then renders its DaemonSet.
 fn with_kube_proxy(ws: &Workspace) {
     ws.write(
         "kube_proxy_override.tf",
-        "resource \"hct_cluster\" \"this\" {\n  config_patches = [yamlencode({ cluster = { proxy = { disabled = false } } })]\n}\n",
+        "resource \"hct_cluster\" \"this\" {\n  config_patches = [yamlencode({ apiVersion = \"v1alpha1\", kind = \"KubeProxyConfig\", enabled = true })]\n}\n",
     );
 }
 

@@ -208,6 +208,96 @@ fn mutations() -> Vec<Mutation> {
     ]
 }
 
+/// The same wrong settings at Talos v1.14, written where v1.14 keeps
+/// them (its Kubernetes documents), and an old-form patch beside them.
+fn mutations_v1_14() -> Vec<Mutation> {
+    let json6902 = |ops: serde_json::Value| ops.to_string();
+    let talos = "v1.14.0";
+    vec![
+        Mutation {
+            name: "kubelet validSubnets hold no node (KubeNodeConfig)",
+            talos,
+            target: Target::ControlPlane,
+            patch: "apiVersion: v1alpha1\nkind: KubeNodeConfig\n$patch: delete\n---\n\
+                    apiVersion: v1alpha1\nkind: KubeNodeConfig\nnodeIP:\n  validSubnets: [10.0.64.0/24]\n"
+                .into(),
+            cause: &["validSubnets"],
+        },
+        Mutation {
+            name: "etcd advertisedSubnets hold no node (v1alpha1 at v1.14)",
+            talos,
+            target: Target::ControlPlane,
+            patch: json6902(json!([{"op": "replace",
+                "path": "/cluster/etcd/advertisedSubnets", "value": ["10.0.64.0/24"]}])),
+            cause: &["advertisedSubnets"],
+        },
+        Mutation {
+            name: "control-plane endpoint where no node runs (KubeClusterConfig)",
+            talos,
+            target: Target::Workers,
+            patch: "apiVersion: v1alpha1\nkind: KubeClusterConfig\nendpoint: https://10.0.128.250:6443\n"
+                .into(),
+            cause: &["endpoint"],
+        },
+        Mutation {
+            name: "misspelled kubelet key (KubeletConfig)",
+            talos,
+            target: Target::Workers,
+            patch: "apiVersion: v1alpha1\nkind: KubeletConfig\nextraArg:\n  v: \"2\"\n".into(),
+            cause: &["extraArg"],
+        },
+        Mutation {
+            name: "service subnet inside the node subnet (KubeNetworkConfig)",
+            talos,
+            target: Target::ControlPlane,
+            patch: "apiVersion: v1alpha1\nkind: KubeNetworkConfig\nserviceSubnets: [10.0.128.0/24]\n"
+                .into(),
+            cause: &["serviceSubnets", "service range", "service subnet"],
+        },
+        Mutation {
+            name: "workers with another cluster's control-plane endpoint (KubeClusterConfig)",
+            talos,
+            target: Target::Workers,
+            patch: format!(
+                "apiVersion: v1alpha1\nkind: KubeClusterConfig\nendpoint: {OTHER_CLUSTER_ENDPOINT}\n"
+            ),
+            cause: &["endpoint"],
+        },
+        Mutation {
+            name: "old-form node IPs beside KubeNodeConfig",
+            talos,
+            target: Target::ControlPlane,
+            patch: "machine:\n  kubelet:\n    nodeIP:\n      validSubnets: [10.0.128.0/24]\n".into(),
+            cause: &["KubeNodeConfig document and machine.kubelet.nodeIP"],
+        },
+        Mutation {
+            name: "hostname left to Talos (auto: stable, v1.14)",
+            talos,
+            target: Target::ControlPlane,
+            patch: "apiVersion: v1alpha1\nkind: HostnameConfig\n$patch: delete\n---\n\
+                    apiVersion: v1alpha1\nkind: HostnameConfig\nauto: stable\n"
+                .into(),
+            cause: &["hostname"],
+        },
+        Mutation {
+            name: "installer image of another release (UnattendedInstallConfig)",
+            talos,
+            target: Target::ControlPlane,
+            patch: "apiVersion: v1alpha1\nkind: UnattendedInstallConfig\ninstaller:\n  image: factory.talos.dev/hcloud-installer/\
+                    376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.13.9\n"
+                .into(),
+            cause: &["installer.image", "installer"],
+        },
+        Mutation {
+            name: "no default route (v1.14)",
+            talos,
+            target: Target::Workers,
+            patch: "apiVersion: v1alpha1\nkind: LinkConfig\nname: eth0\n$patch: delete\n".into(),
+            cause: &["default route"],
+        },
+    ]
+}
+
 #[derive(Debug)]
 enum Verdict {
     RefusedAtPlan(String),
@@ -293,8 +383,18 @@ fn headline(text: &str) -> &str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_wrong_setting_is_caught() {
+    judge_all(&mutations(), "v1.12.6").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_wrong_setting_in_talos_v1_14_documents_is_caught() {
+    judge_all(&mutations_v1_14(), "v1.14.0").await;
+}
+
+/// Runs `mutations` against one sim, beside an unmutated cluster on
+/// `baseline`, and asserts every one was caught.
+async fn judge_all(mutations: &[Mutation], baseline: &str) {
     let sim = support::sim::start().await;
-    let mutations = mutations();
     let started = Instant::now();
     let results: Arc<Mutex<Vec<(usize, Verdict)>>> = Arc::default();
     let queue: Arc<Mutex<Vec<usize>>> = Arc::new(Mutex::new((0..mutations.len()).rev().collect()));
@@ -302,7 +402,7 @@ async fn every_wrong_setting_is_caught() {
         std::thread::scope(|scope| {
             // The unmutated cluster in block 1: it must come up healthy.
             let baseline = scope.spawn(|| {
-                let ws = workspace(&sim, 1, "baseline", "v1.12.6", (&[], &[]));
+                let ws = workspace(&sim, 1, "baseline", baseline, (&[], &[]));
                 ws.terraform(&["apply", "-auto-approve"])
             });
             for _ in 0..3 {
@@ -533,6 +633,93 @@ fn judged() -> Vec<Judged> {
     ]
 }
 
+/// A config's document of `kind`.
+fn kind_doc<'a>(documents: &'a mut [Yaml], kind: &str) -> &'a mut Yaml {
+    documents
+        .iter_mut()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("a {kind} document"))
+}
+
+/// The wrong settings of `judged` at Talos v1.14, where v1.14 keeps them.
+fn judged_v1_14() -> Vec<Judged> {
+    let list = |items: &[&str]| Yaml::Sequence(items.iter().map(|s| Yaml::from(*s)).collect());
+    let talos = "v1.14.0";
+    vec![
+        Judged {
+            name: "kubelet validSubnets hold no node (KubeNodeConfig)",
+            talos,
+            target: Target::ControlPlane,
+            edit: Box::new(move |d| {
+                *at(kind_doc(d, "KubeNodeConfig"), &["nodeIP", "validSubnets"]) =
+                    list(&["10.0.64.0/24"])
+            }),
+            says: "no suitable node IP found",
+        },
+        Judged {
+            name: "etcd advertisedSubnets hold no node (v1.14)",
+            talos,
+            target: Target::ControlPlane,
+            edit: Box::new(move |d| {
+                *at(&mut d[0], &["cluster", "etcd", "advertisedSubnets"]) = list(&["10.0.64.0/24"])
+            }),
+            says: "Waiting for etcd spec",
+        },
+        Judged {
+            name: "control-plane endpoint where no node runs (KubeClusterConfig)",
+            talos,
+            target: Target::Workers,
+            edit: Box::new(|d| {
+                kind_doc(d, "KubeClusterConfig")["endpoint"] = "https://10.0.128.250:6443".into()
+            }),
+            says: "no control plane answers",
+        },
+        Judged {
+            name: "misspelled kubelet key (KubeletConfig)",
+            talos,
+            target: Target::Workers,
+            edit: Box::new(|d| kind_doc(d, "KubeletConfig")["extraArg"] = "x".into()),
+            says: "unknown keys found during decoding",
+        },
+        Judged {
+            name: "service subnet inside the node subnet (KubeNetworkConfig)",
+            talos,
+            target: Target::ControlPlane,
+            edit: Box::new(move |d| {
+                kind_doc(d, "KubeNetworkConfig")["serviceSubnets"] = list(&["10.0.128.0/24"])
+            }),
+            says: "no suitable node IP found",
+        },
+        Judged {
+            name: "workers with another cluster's control-plane endpoint (KubeClusterConfig)",
+            talos,
+            target: Target::Workers,
+            edit: Box::new(|d| {
+                kind_doc(d, "KubeClusterConfig")["endpoint"] = OTHER_CLUSTER_ENDPOINT.into()
+            }),
+            says: "refuses the node's token",
+        },
+        Judged {
+            name: "node IPs in v1alpha1 beside KubeNodeConfig",
+            talos,
+            target: Target::Workers,
+            edit: Box::new(move |d| {
+                *at(&mut d[0], &["machine", "kubelet"]) = Yaml::Mapping(Default::default());
+                *at(&mut d[0], &["machine", "kubelet", "nodeIP", "validSubnets"]) =
+                    list(&["10.0.128.0/24"])
+            }),
+            says: "is already set in v1alpha1 config",
+        },
+        Judged {
+            name: "no default route (v1.14)",
+            talos,
+            target: Target::Workers,
+            edit: Box::new(|d| link_config(d)["routes"] = Yaml::Sequence(vec![])),
+            says: "no default route",
+        },
+    ]
+}
+
 fn node_state(sim: &SimHandle, name: &str) -> serde_json::Value {
     sim.state_json()["servers"]
         .as_array()
@@ -644,6 +831,17 @@ async fn boot_pair(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_emulator_fails_each_wrong_setting_itself() {
+    emulator_judges(judged(), "v1.12.6").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_emulator_fails_each_wrong_setting_in_talos_v1_14_documents() {
+    emulator_judges(judged_v1_14(), "v1.14.0").await;
+}
+
+/// Boots each case's pair on one sim, beside an unmutated pair on
+/// `baseline`, and asserts the emulator failed every one in Talos' words.
+async fn emulator_judges(cases: Vec<Judged>, baseline: &str) {
     // Eleven pairs of servers at once poll their actions far faster than
     // Hetzner's hourly budget allows; that budget is not what is judged.
     let options = hct_sim::SimOptions {
@@ -653,7 +851,7 @@ async fn the_emulator_fails_each_wrong_setting_itself() {
     let sim = hct_sim::Sim::start(options).await.unwrap();
     // The unmutated pair in block 1 comes up healthy (and is "another
     // cluster" for the last case).
-    let (cp, worker) = boot_pair(&sim, 1, "v1.12.6", None).await;
+    let (cp, worker) = boot_pair(&sim, 1, baseline, None).await;
     for name in [&cp, &worker] {
         let state = node_state(&sim, name);
         assert_eq!(
@@ -661,7 +859,6 @@ async fn the_emulator_fails_each_wrong_setting_itself() {
             "the unmutated {name} must be healthy: {state}"
         );
     }
-    let cases = judged();
     // A few at a time: servers joining one network wait for each other's
     // attach actions (409 while the network changes), as on Hetzner.
     use futures_util::StreamExt;

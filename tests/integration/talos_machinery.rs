@@ -13,6 +13,13 @@
 //! refuse and on a hand-written v1.13 config. The configs the cluster
 //! end-to-end tests applied to hct-sim are judged there
 //! (tests/e2e/cluster_e2e/).
+//!
+//! Talos v1.14 (at v1.14.0-rc.1) judges hct's v1.14 contract, hct's v1.13
+//! configs (the upgrade) and the broken ones where this machine has its
+//! checker: the Go module proxy does not serve that machinery, so
+//! scripts/ensure-peers builds it from the source beside the clone
+//! (`../shared`), and without it the v1.14 tests say `SKIPPED` and judge
+//! nothing with v1.14 (`peers::Peers::talos_release_of_minor_or_skip`).
 
 use crate::peers;
 use crate::support;
@@ -50,10 +57,25 @@ impl Patch {
     }
 
     /// Patches a user could well write. The strategic merge patch adds a
-    /// document where the contract has multi-document network config.
+    /// document where the contract has multi-document network config. From
+    /// v1.14 the kubelet's settings are written in its `KubeletConfig`
+    /// document (Talos refuses them in both places, and so does hct).
     fn config_patches(self, talos_version: &str) -> Vec<String> {
+        let v1_14 = talos_version.starts_with("v1.14.");
         match self {
             Patch::None => Vec::new(),
+            Patch::Strategic if v1_14 => vec![
+                "machine:\n  sysctls:\n    vm.max_map_count: \"262144\"\n---\napiVersion: v1alpha1\n\
+                 kind: KubeletConfig\nextraArgs:\n  max-pods: \"150\"\n---\napiVersion: v1alpha1\n\
+                 kind: TimeSyncConfig\nntp:\n  servers:\n    - ntp1.hetzner.de\n"
+                    .to_owned(),
+            ],
+            // v1.14 keeps the install in UnattendedInstallConfig.
+            Patch::Json6902 if v1_14 => vec![
+                r#"[{"op": "add", "path": "/machine/sysctls", "value": {"net.core.somaxconn": "65535"}},
+                    {"op": "replace", "path": "/machine/features/diskQuotaSupport", "value": false}]"#
+                    .to_owned(),
+            ],
             Patch::Strategic => {
                 let mut patch = String::from(
                     "machine:\n  sysctls:\n    vm.max_map_count: \"262144\"\n  kubelet:\n    \
@@ -231,6 +253,24 @@ fn v1_12_configs_pass_talos_v1_13_after_an_upgrade() {
     assert_clean(&release, &verdicts);
 }
 
+/// Likewise from the newest v1.13 to v1.14 (skipped without the v1.14
+/// checker): v1.14 deprecates the v1alpha1 fields hct's v1.13 configs hold
+/// the Kubernetes settings in, and must still take them as they are.
+#[test]
+fn v1_13_configs_pass_talos_v1_14_after_an_upgrade() {
+    let peers = peers::peers();
+    let Some(release) = peers.talos_release_of_minor_or_skip("v1.14") else {
+        return;
+    };
+    let verdicts = check(&release, &generated(&peers.talos_release_of_minor("v1.13")));
+    assert_clean(&release, &verdicts);
+    let good = Config {
+        label: "hand-written-v1.13-worker".into(),
+        text: V1_13_WORKER.to_owned(),
+    };
+    assert_clean(&release, &check(&release, &[good]));
+}
+
 /// The v1.13 checker on a hand-written v1.13 config, and on one it must refuse.
 #[test]
 fn v1_13_checker_judges_a_hand_written_v1_13_config() {
@@ -264,15 +304,22 @@ fn v1_13_checker_judges_a_hand_written_v1_13_config() {
 }
 
 /// The checker is not a rubber stamp: hct's own configs, broken by hand in
-/// ways Talos refuses, are refused with Talos' words, by every release.
+/// ways Talos refuses, are refused with Talos' words, by every release
+/// (v1.14 where this machine has its checker, on a v1.13 config).
 #[test]
 fn checker_refuses_broken_configs_with_talos_messages() {
     let peers = peers::peers();
-    for (talos_version, release) in [
-        ("v1.11.3", "v1.11.3".to_owned()),
-        ("v1.12.6", "v1.12.6".to_owned()),
-        ("v1.12.6", peers.talos_release_of_minor("v1.13").to_owned()),
-    ] {
+    let v1_13 = peers.talos_release_of_minor("v1.13");
+    let mut cases = vec![
+        ("v1.11.3".to_owned(), "v1.11.3".to_owned()),
+        ("v1.12.6".to_owned(), "v1.12.6".to_owned()),
+        ("v1.12.6".to_owned(), v1_13.clone()),
+    ];
+    if let Some(v1_14) = peers.talos_release_of_minor_or_skip("v1.14") {
+        cases.push((v1_13, v1_14));
+    }
+    for (talos_version, release) in cases {
+        let talos_version = talos_version.as_str();
         let config = hct::talos::generate(
             &input(talos_version, Role::ControlPlane, Patch::None),
             &plan(),
@@ -337,6 +384,40 @@ fn v1_13_configs_pass_talos_v1_13() {
         let kinds = kinds(verdict);
         for kind in ["v1alpha1", "HostnameConfig", "LinkConfig", "DHCPv4Config"] {
             assert!(kinds.contains(&kind), "{}: {kinds:?}", verdict.label);
+        }
+    }
+}
+
+/// hct's v1.14 contract, judged by the v1.14 machinery (skipped without its
+/// checker): the Kubernetes settings in the documents that replace the
+/// v1alpha1 fields.
+#[test]
+fn v1_14_configs_pass_talos_v1_14() {
+    let Some(release) = peers::peers().talos_release_of_minor_or_skip("v1.14") else {
+        return;
+    };
+    let verdicts = check(&release, &generated(&release));
+    assert_clean(&release, &verdicts);
+    for verdict in &verdicts {
+        let kinds = kinds(verdict);
+        for kind in [
+            "v1alpha1",
+            "KubeClusterConfig",
+            "KubeNodeConfig",
+            "KubeletConfig",
+            "KubeNetworkConfig",
+            "HostnameConfig",
+            "LinkConfig",
+            "DHCPv4Config",
+        ] {
+            assert!(kinds.contains(&kind), "{}: {kinds:?}", verdict.label);
+        }
+        if verdict.label.contains("strategic-merge") {
+            assert!(
+                kinds.contains(&"TimeSyncConfig"),
+                "{}: {kinds:?}",
+                verdict.label
+            );
         }
     }
 }

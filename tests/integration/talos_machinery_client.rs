@@ -20,17 +20,22 @@ use hct_sim::{SimHandle, SimOptions};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-const TALOS: &str = "v1.12.6";
 const PATIENCE: Duration = Duration::from_secs(30);
 
 fn plan() -> NetworkPlan {
     support::plan::reference(1)
 }
 
-fn machine_config(plan: &NetworkPlan, secrets: &Secrets, hostname: &str, role: Role) -> String {
+fn machine_config(
+    talos: &str,
+    plan: &NetworkPlan,
+    secrets: &Secrets,
+    hostname: &str,
+    role: Role,
+) -> String {
     let input = NodeConfigInput {
         cluster_name: "machinery".into(),
-        talos_version: TALOS.parse().unwrap(),
+        talos_version: talos.parse().unwrap(),
         kubernetes_version: None,
         schematic_id: hct_sim::seed::TALOS_SCHEMATIC.into(),
         install_disk: None,
@@ -51,13 +56,14 @@ fn seeded_id(sim: &SimHandle, find: impl Fn(&hct_sim::World) -> Option<i64>) -> 
     sim.inspect(|w| find(w)).unwrap()
 }
 
-/// A private-only Talos server at `ip` that boots with `config` as user data.
-async fn server(sim: &SimHandle, name: &str, ip: &str, config: &str) {
+/// A private-only Talos `talos` server at `ip` that boots with `config` as
+/// user data.
+async fn server(sim: &SimHandle, talos: &str, name: &str, ip: &str, config: &str) {
     let image = seeded_id(sim, |w| {
         w.images
             .values()
             .find(|i| {
-                i.labels.get("version").map(String::as_str) == Some(TALOS)
+                i.labels.get("version").map(String::as_str) == Some(talos)
                     && i.labels.get("arch").map(String::as_str) == Some("amd64")
             })
             .map(|i| i.id)
@@ -136,7 +142,24 @@ fn sha256_hex(data: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn talos_client_reads_a_cluster_hct_configured() {
-    let checker = peers::peers().talos_check(TALOS);
+    let checker = peers::peers().talos_check("v1.12.6");
+    client_reads("v1.12.6", checker).await;
+}
+
+/// The same at Talos v1.14 (its Kubernetes documents, TLS 1.3 only on the
+/// API server), read by Talos' own v1.14 client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn talos_v1_14_client_reads_a_v1_14_cluster_hct_configured() {
+    let peers = peers::peers();
+    let Some(release) = peers.talos_release_of_minor_or_skip("v1.14") else {
+        return;
+    };
+    client_reads("v1.14.0", peers.talos_check(&release)).await;
+}
+
+/// Brings up three control planes and a worker on Talos `talos` from hct's
+/// configs and has Talos' client (`checker`) read them.
+async fn client_reads(talos: &str, checker: std::path::PathBuf) {
     let sim = hct_sim::Sim::start(SimOptions::seeded_fast())
         .await
         .unwrap();
@@ -151,12 +174,12 @@ async fn talos_client_reads_a_cluster_hct_configured() {
     let worker = ("general-1", "10.0.128.65");
     let mut configs = BTreeMap::new();
     for (name, ip) in control_planes {
-        let config = machine_config(&plan, &secrets, name, Role::ControlPlane);
-        server(&sim, name, ip, &config).await;
+        let config = machine_config(talos, &plan, &secrets, name, Role::ControlPlane);
+        server(&sim, talos, name, ip, &config).await;
         configs.insert(ip, config);
     }
-    let config = machine_config(&plan, &secrets, worker.0, Role::Worker);
-    server(&sim, worker.0, worker.1, &config).await;
+    let config = machine_config(talos, &plan, &secrets, worker.0, Role::Worker);
+    server(&sim, talos, worker.0, worker.1, &config).await;
     configs.insert(worker.1, config);
 
     // Bootstrap with hct's client, and wait for etcd to list every member.
@@ -226,7 +249,7 @@ async fn talos_client_reads_a_cluster_hct_configured() {
 
     let has = |line: &str| stdout.lines().any(|l| l.starts_with(line));
     for (ip, config) in &configs {
-        assert!(has(&format!("{ip} Version: {TALOS} (")), "{ip}: no Version");
+        assert!(has(&format!("{ip} Version: {talos} (")), "{ip}: no Version");
         assert!(
             has(&format!(
                 "{ip} Read /system/state/config.yaml: {} bytes, sha256 {}",

@@ -6,7 +6,12 @@
 //! The script runs once per piece and test process, unless `scripts/test`
 //! builds the peers in the background and names its env file
 //! (`HCT_PEERS_ENV`). When
-//! it fails the tests fail: a missing peer is never a reason to skip.
+//! it fails the tests fail: a missing peer is never a reason to skip. The
+//! one exception is a Talos release the Go module proxy does not serve,
+//! whose checker is built from a machinery source beside the clone
+//! (`../shared`, not part of hct): without it the script names the release
+//! in `TALOS_CHECK_SKIPPED`, and the tests that want it say that they skip
+//! ([`Peers::talos_release_of_minor_or_skip`]).
 #![allow(dead_code)] // each test file uses a different part of this module
 
 pub mod kubectl;
@@ -114,24 +119,80 @@ impl Peers {
             .collect()
     }
 
-    /// `talos-check` built against `release` of Talos' machinery.
+    /// The releases the script left out: those built from a machinery
+    /// source that is not on this machine (`v1.14.0-rc.1`, from `../shared`).
+    pub fn talos_skipped_releases(&self) -> Vec<String> {
+        self.var("TALOS_CHECK_SKIPPED")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `talos-check` built against `release` of Talos' machinery
+    /// (`TALOS_CHECK_V1_14_0_RC_1` for `v1.14.0-rc.1`).
     pub fn talos_check(&self, release: &str) -> PathBuf {
-        let key = format!("TALOS_CHECK_{}", release.to_uppercase().replace('.', "_"));
+        let key = format!(
+            "TALOS_CHECK_{}",
+            release.to_uppercase().replace(['.', '-'], "_")
+        );
         self.path(&key)
     }
 
     /// The one checker release of a Talos minor (`v1.13` → `v1.13.9`).
     pub fn talos_release_of_minor(&self, minor: &str) -> String {
+        self.release_of_minor(minor).unwrap_or_else(|skipped| {
+            panic!(
+                "scripts/ensure-peers skipped talos-check {} (its machinery source under \
+                 ../shared is absent): a test that can do without Talos {minor} asks \
+                 talos_release_of_minor_or_skip",
+                skipped.join(" ")
+            )
+        })
+    }
+
+    /// [`Self::talos_release_of_minor`], or `None` when the script skipped
+    /// that minor's release (its machinery source is not on this machine),
+    /// after saying so on stderr: the caller returns, and the test passes
+    /// with the skip in its output.
+    pub fn talos_release_of_minor_or_skip(&self, minor: &str) -> Option<String> {
+        match self.release_of_minor(minor) {
+            Ok(release) => Some(release),
+            Err(skipped) => {
+                eprintln!(
+                    "SKIPPED: no Talos {minor} checker on this machine: scripts/ensure-peers \
+                     skipped talos-check {} (the Go module proxy does not serve that machinery, \
+                     and its source under ../shared beside the clone is absent); this test \
+                     judged nothing with Talos {minor}",
+                    skipped.join(" ")
+                );
+                None
+            }
+        }
+    }
+
+    /// The one checker release of `minor`, or the releases of it the
+    /// script skipped (never none: no release of `minor` at all panics).
+    fn release_of_minor(&self, minor: &str) -> Result<String, Vec<String>> {
         let prefix = format!("{minor}.");
-        let found: Vec<String> = self
-            .talos_releases()
-            .into_iter()
-            .filter(|r| r.starts_with(&prefix))
-            .collect();
+        let of_minor = |releases: Vec<String>| -> Vec<String> {
+            releases
+                .into_iter()
+                .filter(|r| r.starts_with(&prefix))
+                .collect()
+        };
+        let found = of_minor(self.talos_releases());
         match found.as_slice() {
-            [one] => one.clone(),
+            [one] => return Ok(one.clone()),
+            [] => {}
             other => panic!("expected one talos-check release of {minor}, got {other:?}"),
         }
+        let skipped = of_minor(self.talos_skipped_releases());
+        assert!(
+            !skipped.is_empty(),
+            "no talos-check release of {minor}: scripts/ensure-peers built {:?}",
+            self.talos_releases()
+        );
+        Err(skipped)
     }
 }
 

@@ -105,8 +105,9 @@ def step_seed():
     assert talos[0].labels["schematic"].startswith("376567988ad3")
     assert "v1.12.6" in talos[0].description
     ctx["talos_image"] = talos[0]
-    assert len(client.images.get_all(label_selector="os=talos", type="snapshot")) == 6
+    assert len(client.images.get_all(label_selector="os=talos", type="snapshot")) == 8
     assert len(client.images.get_all(label_selector="os=talos,version=v1.13.9", type="snapshot")) == 2
+    assert len(client.images.get_all(label_selector="os=talos,version=v1.14.0", type="snapshot")) == 2
 
 
 def step_network():

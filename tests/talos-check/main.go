@@ -1,9 +1,10 @@
 // talos-check: Talos' own config validation (pkg/machinery), for hct's tests.
 //
 // scripts/ensure-peers builds this file once per Talos machinery release
-// (one generated module per release, from go.mod.tmpl), so that hct's
-// machine configs are judged by the same code as the Talos release that
-// will run them.
+// (one generated module per release, from go.mod.tmpl; a release the Go
+// module proxy does not serve from its source directory, through a replace),
+// so that hct's machine configs are judged by the same code as the Talos
+// release that will run them.
 //
 //	talos-check version
 //	talos-check validate [-mode cloud|metal|container] [-strict=true] [-json] FILE...
@@ -37,6 +38,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/siderolabs/talos/pkg/machinery/config/validation"
+	"github.com/siderolabs/talos/pkg/machinery/gendata"
 	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 )
 
@@ -97,24 +99,36 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// machineryVersion is the version of Talos' machinery module linked in.
+// machineryVersion is the version of Talos' machinery module linked in. A
+// module replaced by a source directory (a release the Go module proxy does
+// not serve, see scripts/ensure-peers) has no version in the build info
+// ("(devel)", or none): then it is the release tag the source itself carries
+// (gendata/data/tag, what Talos' version package reports).
 func machineryVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
+	version := ""
 
-	for _, dep := range info.Deps {
-		if dep.Path == machineryModule {
-			if dep.Replace != nil {
-				return dep.Replace.Version
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == machineryModule {
+				version = dep.Version
+				if dep.Replace != nil {
+					version = dep.Replace.Version
+				}
+
+				break
 			}
-
-			return dep.Version
 		}
 	}
 
-	return "unknown"
+	if version == "" || version == "(devel)" {
+		version = strings.TrimSpace(gendata.VersionTag)
+	}
+
+	if version == "" {
+		return "unknown"
+	}
+
+	return version
 }
 
 // runtimeMode is validation.RuntimeMode as Talos' machined reports it

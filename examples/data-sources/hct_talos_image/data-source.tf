@@ -1,7 +1,7 @@
-# The newest Talos v1.12.6 snapshot for x86 servers that hct built in this
+# The newest Talos v1.14.0 snapshot for x86 servers that hct built in this
 # project (fails when there is none).
 data "hct_talos_image" "this" {
-  talos_version = "v1.12.6"
+  talos_version = "v1.14.0"
   architecture  = "amd64"
 }
 

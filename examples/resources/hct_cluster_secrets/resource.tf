@@ -3,7 +3,7 @@ resource "hct_cluster_secrets" "this" {
   name          = "noreturn"
   network_id    = hcloud_network.this.id # with a cloud subnet 10.0.128.0/24 and a route 0.0.0.0/0 → NAT
   network_plan  = data.hct_network_plan.this.json
-  talos_version = "v1.12.6"
+  talos_version = "v1.14.0"
   image_id      = hct_talos_image.this.id
   schematic_id  = hct_talos_image.this.schematic_id
 }

@@ -1,7 +1,7 @@
-# Finds the Talos v1.12.6 snapshot with the QEMU guest agent, or builds it
+# Finds the Talos v1.14.0 snapshot with the QEMU guest agent, or builds it
 # from the Image Factory on a temporary server in nbg1 (a few minutes).
 resource "hct_talos_image" "amd64" {
-  talos_version = "v1.12.6"
+  talos_version = "v1.14.0"
   architecture  = "amd64"
   extensions    = ["siderolabs/qemu-guest-agent"]
   location      = "nbg1"
@@ -14,7 +14,7 @@ resource "hct_talos_image" "amd64" {
 
 # Arm servers need an arm64 image; the builder defaults to a cax11.
 resource "hct_talos_image" "arm64" {
-  talos_version = "v1.12.6"
+  talos_version = "v1.14.0"
   architecture  = "arm64"
   extensions    = ["siderolabs/qemu-guest-agent"]
   location      = "fsn1"

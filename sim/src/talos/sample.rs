@@ -2,7 +2,9 @@
 //! tests and demos of the emulated nodes that need valid inputs without
 //! hct's own generator: an Ed25519 OS CA, an ECDSA P-256 Kubernetes CA (as
 //! Talos makes them), Talos API and Kubernetes client certificates, and
-//! configs in the shapes Talos v1.11 and v1.12 (and v1.13) take.
+//! configs in the shapes Talos v1.11 and v1.12 (and v1.13) take, and from
+//! v1.14 on the multi-document shape: a small v1alpha1 document and the
+//! cluster and Kubernetes settings in their own documents.
 
 use base64::Engine;
 use rcgen::{
@@ -13,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::pki::CertificateAuthority;
 use super::secret::Secret;
+use super::version::TalosVersion;
 
 /// How a sample config routes traffic out of the private network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +72,8 @@ pub struct SampleCluster {
     pub bootstrap_token: Secret,
     pub os_ca: CertificateAuthority,
     pub kubernetes_ca: CertificateAuthority,
+    /// The secretbox key of the etcd encryption config (v1.14 configs).
+    pub etcd_encryption: Secret,
 }
 
 /// A client certificate with its key (PEM).
@@ -136,6 +141,7 @@ impl SampleCluster {
             bootstrap_token: Secret::new(format!("{}.{}", token(6), token(16))),
             os_ca: authority(&PKCS_ED25519, "talos")?,
             kubernetes_ca: authority(&PKCS_ECDSA_P256_SHA256, "kubernetes")?,
+            etcd_encryption: Secret::new(random_base64(32)),
         })
     }
 
@@ -228,10 +234,16 @@ impl SampleCluster {
                 }));
             }
         }
-        let mut v1alpha1 = json!({
-            "version": "v1alpha1",
-            "machine": machine,
-            "cluster": {
+        let multidoc = node
+            .talos
+            .parse::<TalosVersion>()
+            .is_ok_and(|v| v.at_least(1, 14));
+        let mut v1alpha1 = json!({"version": "v1alpha1", "machine": machine});
+        if multidoc {
+            v1alpha1["cluster"] = json!({"token": self.bootstrap_token.expose()});
+            documents.extend(self.kubernetes_documents(node));
+        } else {
+            v1alpha1["cluster"] = json!({
                 "id": self.id,
                 "secret": self.secret.expose(),
                 "clusterName": self.name,
@@ -241,17 +253,67 @@ impl SampleCluster {
                     "crt": encoded(&self.kubernetes_ca.certificate),
                     "key": key(&self.kubernetes_ca),
                 },
-            },
-        });
-        if let Some(kubernetes) = &node.kubernetes {
-            v1alpha1["cluster"]["apiServer"] =
-                json!({"image": format!("registry.k8s.io/kube-apiserver:{kubernetes}")});
+            });
+            if let Some(kubernetes) = &node.kubernetes {
+                v1alpha1["cluster"]["apiServer"] =
+                    json!({"image": format!("registry.k8s.io/kube-apiserver:{kubernetes}")});
+            }
         }
         std::iter::once(v1alpha1)
             .chain(documents)
             .map(|d: Value| serde_yaml_ng::to_string(&d).unwrap_or_default())
             .collect::<Vec<_>>()
             .join("---\n")
+    }
+}
+
+impl SampleCluster {
+    /// What Talos v1.14 takes in documents of their own: the cluster's
+    /// identity, name and endpoint, the Kubernetes CA (as PEM text; its
+    /// key on control planes only) and, on control planes, the etcd
+    /// encryption config and the API server's image when one is named.
+    fn kubernetes_documents(&self, node: &SampleNode) -> Vec<Value> {
+        let document = |kind: &str, mut fields: Value| {
+            fields["apiVersion"] = json!("v1alpha1");
+            fields["kind"] = json!(kind);
+            fields
+        };
+        let ca = &self.kubernetes_ca;
+        let authority = match (&ca.key, node.control_plane) {
+            (Some(key), true) => {
+                json!({"issuingCA": {"cert": ca.certificate, "key": key.expose()}})
+            }
+            _ => json!({"acceptedCAs": [ca.certificate]}),
+        };
+        let mut documents = vec![
+            document(
+                "DiscoveryIdentityConfig",
+                json!({"clusterID": self.id, "clusterSecret": self.secret.expose()}),
+            ),
+            document(
+                "KubeClusterConfig",
+                json!({"clusterName": self.name, "endpoint": self.endpoint}),
+            ),
+            document("KubeAPIServerCAConfig", authority),
+        ];
+        if node.control_plane {
+            documents.push(document(
+                "KubeEtcdEncryptionConfig",
+                json!({"config": {"resources": [{
+                    "resources": ["secrets"],
+                    "providers": [{"secretbox": {"keys": [
+                        {"name": "key1", "secret": self.etcd_encryption.expose()},
+                    ]}}],
+                }]}}),
+            ));
+            if let Some(kubernetes) = &node.kubernetes {
+                documents.push(document(
+                    "KubeAPIServerConfig",
+                    json!({"image": format!("registry.k8s.io/kube-apiserver:{kubernetes}")}),
+                ));
+            }
+        }
+        documents
     }
 }
 

@@ -50,6 +50,34 @@ impl Lab {
         }
     }
 
+    /// Adds an x86 Talos snapshot of `version`, a copy of a seeded one,
+    /// unless the seed made one.
+    pub fn release(&mut self, version: &str) {
+        let seeded = self.world.images.values().any(|i| {
+            i.labels.get("version").map(String::as_str) == Some(version)
+                && i.architecture == Architecture::X86
+        });
+        if seeded {
+            return;
+        }
+        let mut image = self
+            .world
+            .images
+            .values()
+            .find(|i| i.content.is_some() && i.architecture == Architecture::X86)
+            .cloned()
+            .unwrap();
+        let seeded = image.labels["version"].clone();
+        image.id = self.world.next_id(Some(crate::ids::ResourceKind::Image));
+        image.labels.insert("version".into(), version.into());
+        image.description = image.description.replace(&seeded, version);
+        if let Some(disk) = image.content.as_mut() {
+            disk.image_url = disk.image_url.replace(&seeded, version);
+            disk.version = version.into();
+        }
+        self.world.images.insert(image.id, image);
+    }
+
     /// A running Talos server of `version` at `ip` (its boot has not been
     /// noticed yet: call `tick`).
     pub fn server(&mut self, name: &str, ip: &str, version: &str, user_data: Option<String>) -> Id {

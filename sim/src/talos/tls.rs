@@ -5,7 +5,9 @@
 //! is judged afterwards and travels with the connection, so that a stranger
 //! is answered `Unauthenticated` rather than with a torn connection. The
 //! Kubernetes API server (`kube_api`) works alike with the Kubernetes CA,
-//! asking for a client certificate without requiring one.
+//! asking for a client certificate without requiring one; from Talos v1.14
+//! on it takes TLS 1.3 only, as Talos runs it (`--tls-min-version`), so a
+//! TLS 1.2 client fails the handshake.
 
 use std::io;
 use std::pin::Pin;
@@ -72,10 +74,12 @@ pub fn configured_config(identity: ServerIdentity) -> Result<ServerConfig, TlsEr
 /// kube-apiserver's TLS: HTTP/1.1, a client certificate asked for (naming
 /// the Kubernetes CA as the one wanted) but not required, as Go's
 /// `RequestClientCert`; whether it chains to the CA is judged afterwards,
-/// and a request without a trusted one is answered 401.
+/// and a request without a trusted one is answered 401. `tls13_only` for
+/// the API servers of Talos v1.14 and later.
 pub fn kube_api_config(
     identity: ServerIdentity,
     kubernetes_ca: &str,
+    tls13_only: bool,
 ) -> Result<ServerConfig, TlsError> {
     let provider = provider();
     let ca = pki::certificate_der(kubernetes_ca)?;
@@ -87,8 +91,13 @@ pub fn kube_api_config(
         mandatory: false,
         hints,
     };
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
+    let builder = ServerConfig::builder_with_provider(provider);
+    let builder = if tls13_only {
+        builder.with_protocol_versions(&[&rustls::version::TLS13])?
+    } else {
+        builder.with_safe_default_protocol_versions()?
+    };
+    let mut config = builder
         .with_client_cert_verifier(Arc::new(verifier))
         .with_single_cert(identity.chain, identity.key)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -235,5 +244,67 @@ impl AsyncWrite for TlsConnection {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use rustls::pki_types::ServerName;
+    use rustls::version::{TLS12, TLS13};
+    use rustls::{ClientConfig, SupportedProtocolVersion};
+    use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+    use super::*;
+    use crate::talos::pki::tests::ca;
+
+    /// A handshake of a client speaking only `version` (and trusting the
+    /// Kubernetes CA) with an API server; Err holds the client's error.
+    async fn handshake(
+        tls13_only: bool,
+        version: &'static SupportedProtocolVersion,
+    ) -> Result<(), String> {
+        let ca = ca(&rcgen::PKCS_ECDSA_P256_SHA256, "kubernetes");
+        let ip = Ipv4Addr::new(10, 0, 128, 11);
+        let identity = pki::kube_apiserver_identity(&ca, &[ip], &[]).unwrap();
+        let server = kube_api_config(identity, &ca.certificate, tls13_only).unwrap();
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(pki::certificate_der(&ca.certificate).unwrap())
+            .unwrap();
+        let client = ClientConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+        let accept = tokio::spawn(async move {
+            TlsAcceptor::from(Arc::new(server))
+                .accept(server_io)
+                .await
+                .map(|_| ())
+        });
+        let connected = TlsConnector::from(Arc::new(client))
+            .connect(ServerName::IpAddress(ip.into()), client_io)
+            .await;
+        // The client's end stays open until the server is done too.
+        let accepted = accept.await.unwrap();
+        let connected = connected.map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(
+            connected.is_ok(),
+            accepted.is_ok(),
+            "{connected:?} {accepted:?}"
+        );
+        connected
+    }
+
+    #[tokio::test]
+    async fn the_v1_14_api_server_refuses_tls_1_2_clients() {
+        assert_eq!(handshake(false, &TLS12).await, Ok(()), "before v1.14");
+        assert_eq!(handshake(false, &TLS13).await, Ok(()));
+        assert_eq!(handshake(true, &TLS13).await, Ok(()));
+        let refused = handshake(true, &TLS12).await.unwrap_err();
+        assert!(refused.contains("ProtocolVersion"), "{refused}");
     }
 }

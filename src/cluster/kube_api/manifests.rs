@@ -1,5 +1,5 @@
 //! The objects of bootstrap manifests (multi-document YAML, as Talos'
-//! `cluster.inlineManifests` takes them) and keeping them in the cluster
+//! inline manifests take them) and keeping them in the cluster
 //! after bootstrap: each object of a new or changed manifest applied with
 //! server-side apply (field manager `hct`, `force`, so hct's manifest wins
 //! over edits made by hand), and the objects a manifest no longer names, or

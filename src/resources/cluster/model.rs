@@ -461,7 +461,7 @@ pub fn approver_manifest(value: &Value) -> Option<(String, String)> {
     Some((addons::APPROVER_MANIFEST.to_string(), contents))
 }
 
-/// `cluster.inlineManifests`: the bootstrap manifests, then the approver.
+/// Control planes' inline manifests: the bootstrap manifests, the approver.
 fn inline_manifests(value: &Value) -> Vec<(String, String)> {
     let mut out = bootstrap_manifests(value);
     if super::addons::addons(value).csr_approval {
@@ -475,7 +475,7 @@ fn inline_manifests(value: &Value) -> Vec<(String, String)> {
 pub fn user_data_warning(planned: &Value) -> Diagnostic {
     let manifests = if !bootstrap_manifests(planned).is_empty() {
         " The bootstrap_manifests are in the control planes' configs too (Talos keeps \
-         cluster.inlineManifests there), so every Secret or token in them is as exposed."
+         its inline manifests there), so every Secret or token in them is as exposed."
     } else {
         ""
     };

@@ -98,7 +98,8 @@ pub fn schema() -> Schema {
             "Manifests Talos applies when the cluster bootstraps, before any node is Ready: the \
              CNI (Cilium rendered by the helm provider's `helm_template` from the plan's \
              `cilium_values`), and anything else the cluster needs from its first minute. They \
-             go into the control planes' `cluster.inlineManifests`. Later, a changed manifest is \
+             go into the control planes' `cluster.inlineManifests` (from Talos v1.14 one \
+             `KubeInlineManifestConfig` document each). Later, a changed manifest is \
              applied with server-side apply (field manager `hct`, forced) through the Kubernetes \
              API, and the objects of a removed manifest (or that a manifest no longer has) are \
              deleted. With a CNI among them (a DaemonSet named or labelled cilium, flannel, \

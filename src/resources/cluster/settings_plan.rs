@@ -207,7 +207,7 @@ pub fn settings_changes(
             .as_str()
             .map(str::parse::<TalosVersion>),
     );
-    if let (Some(Ok(running)), Some(Ok(wanted))) = releases
+    if let (Some(Ok(running)), Some(Ok(wanted))) = &releases
         && running > wanted
     {
         plan.diagnostics.push(
@@ -217,6 +217,24 @@ pub fn settings_changes(
                     "The nodes run Talos {running}. hct upgrades nodes in place but does not \
                      downgrade them (Talos does not support it for etcd's data). Set talos_version \
                      to {running} or newer, or replace the cluster with `terraform apply -replace`."
+                ),
+            )
+            .at(at("talos_version")),
+        );
+    }
+    // Forward one minor release at a time, as Talos' upgrade guide has it
+    // (each line's machine config contract moves from the one before).
+    if let (Some(Ok(running)), Some(Ok(wanted))) = &releases
+        && let ((1, from), (1, to)) = (running.line(), wanted.line())
+        && to > from + 1
+    {
+        plan.diagnostics.push(
+            Diagnostic::error(
+                "Talos upgrades one minor release at a time",
+                format!(
+                    "The nodes run Talos {running}; {wanted} is {} minor releases ahead. Set                      talos_version to the newest v1.{}.x release and apply, then go on to                      {wanted} (each step converges every node before the next).",
+                    to - from,
+                    from + 1
                 ),
             )
             .at(at("talos_version")),

@@ -24,6 +24,7 @@ use serde_json::Value;
 use super::input::{Node, Role};
 use super::install;
 use super::known_keys;
+use super::multidoc_v1_14::{self, setting};
 use crate::network_plan::NetworkPlan;
 
 /// A setting hct cannot build a working node with: what is wrong and how
@@ -125,22 +126,57 @@ pub(crate) fn check(documents: &[Value], node: &Node, plan: &NetworkPlan) -> Opt
             ));
         }
     }
+    if let Some((kind, field)) = multidoc_v1_14::conflict(documents) {
+        return Some(violation(
+            &format!("{kind} document and {field}"),
+            format!(
+                "Talos {} refuses a config that sets both: the {kind} document replaces {field}",
+                node.talos
+            ),
+            &format!(
+                "Write the setting in the {kind} document (Talos' v1.14 configuration reference) and drop {field} from config_patches."
+            ),
+        ));
+    }
     let main = v1alpha1(documents)?;
-    addresses(main, node, plan)
-        .or_else(|| endpoint(main, plan))
+    addresses(main, documents, node, plan)
+        .or_else(|| endpoint(main, documents, plan))
         .or_else(|| default_route(main, documents, node, plan))
         .or_else(|| hostname(main, documents, node))
-        .or_else(|| installer(main, node))
+        .or_else(|| installer(main, documents, node))
 }
 
-fn addresses(main: &Value, node: &Node, plan: &NetworkPlan) -> Option<Violation> {
-    let valid = strings(main.pointer("/machine/kubelet/nodeIP/validSubnets"));
-    let mut ranges = strings(main.pointer("/cluster/network/podSubnets"));
-    ranges.extend(strings(main.pointer("/cluster/network/serviceSubnets")));
+fn addresses(
+    main: &Value,
+    documents: &[Value],
+    node: &Node,
+    plan: &NetworkPlan,
+) -> Option<Violation> {
+    let (valid, valid_name) = setting(
+        documents,
+        main,
+        ("KubeNodeConfig", "/nodeIP/validSubnets"),
+        "/machine/kubelet/nodeIP/validSubnets",
+    );
+    let valid = strings(valid);
+    let (pods, pods_name) = setting(
+        documents,
+        main,
+        ("KubeNetworkConfig", "/podSubnets"),
+        "/cluster/network/podSubnets",
+    );
+    let (services, services_name) = setting(
+        documents,
+        main,
+        ("KubeNetworkConfig", "/serviceSubnets"),
+        "/cluster/network/serviceSubnets",
+    );
+    let mut ranges = strings(pods);
+    ranges.extend(strings(services));
     let ips = planned_ips(plan, node);
     if let Some(ip) = ips.iter().find(|ip| !passes(&valid, IpAddr::V4(**ip))) {
         return Some(violation(
-            "machine.kubelet.nodeIP.validSubnets",
+            &valid_name,
             format!(
                 "{valid:?} holds no address of the node at {ip}, so kubelet finds no node IP and never starts"
             ),
@@ -155,11 +191,11 @@ fn addresses(main: &Value, node: &Node, plan: &NetworkPlan) -> Option<Violation>
     };
     if let Some((ip, range)) = ips.iter().find_map(|ip| in_ranges(ip).map(|r| (ip, r))) {
         return Some(violation(
-            "cluster.network.podSubnets/serviceSubnets",
+            &format!("{pods_name}/{services_name}"),
             format!(
                 "{range} holds the node address {ip}: Talos never takes a node IP from the pod or service ranges, so kubelet never starts and in-cluster routing to those addresses breaks"
             ),
-            "Keep pod_cidr and service_cidr of hct_network_plan outside the node subnet, and do not patch cluster.network.",
+            "Keep pod_cidr and service_cidr of hct_network_plan outside the node subnet, and do not patch the pod or service subnets.",
         ));
     }
     if node.role == Role::ControlPlane {
@@ -177,15 +213,19 @@ fn addresses(main: &Value, node: &Node, plan: &NetworkPlan) -> Option<Violation>
     None
 }
 
-fn endpoint(main: &Value, plan: &NetworkPlan) -> Option<Violation> {
-    let found = main
-        .pointer("/cluster/controlPlane/endpoint")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+fn endpoint(main: &Value, documents: &[Value], plan: &NetworkPlan) -> Option<Violation> {
+    let name = setting(
+        documents,
+        main,
+        ("KubeClusterConfig", "/endpoint"),
+        "/cluster/controlPlane/endpoint",
+    )
+    .1;
+    let found = multidoc_v1_14::endpoint(documents).unwrap_or_default();
     let wanted = plan.cluster_endpoint();
     (found != wanted).then(|| {
         violation(
-            "cluster.controlPlane.endpoint",
+            &name,
             format!("is {found:?}, but this cluster's control plane is at {wanted}: workers reach trustd and the API server only through it, so they would never join"),
             "Do not patch the endpoint; hct sets it from the network plan.",
         )
@@ -287,18 +327,21 @@ fn hostname(main: &Value, documents: &[Value], node: &Node) -> Option<Violation>
     ))
 }
 
-fn installer(main: &Value, node: &Node) -> Option<Violation> {
-    let image = main
-        .pointer("/machine/install/image")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+fn installer(main: &Value, documents: &[Value], node: &Node) -> Option<Violation> {
+    let (image, setting_name) = setting(
+        documents,
+        main,
+        ("UnattendedInstallConfig", "/installer/image"),
+        "/machine/install/image",
+    );
+    let image = image.and_then(Value::as_str).unwrap_or_default();
     // `registry/path/installer:v1.12.6`, maybe pinned with `@sha256:…`.
     let name = image.split('@').next().unwrap_or_default();
     let last = name.rsplit('/').next().unwrap_or_default();
     let tag = last.rsplit_once(':').map(|(_, t)| t).unwrap_or_default();
     (tag != node.talos.to_string()).then(|| {
         violation(
-            "machine.install.image",
+            &setting_name,
             format!(
                 "{image:?} is not an installer of Talos {} (hct's is {})",
                 node.talos,

@@ -14,6 +14,7 @@ pub enum Contract {
     V1_11,
     V1_12,
     V1_13,
+    V1_14,
 }
 
 impl Contract {
@@ -24,6 +25,7 @@ impl Contract {
             (1, 11) => Ok(Contract::V1_11),
             (1, 12) => Ok(Contract::V1_12),
             (1, 13) => Ok(Contract::V1_13),
+            (1, 14) => Ok(Contract::V1_14),
             _ => Err(ConfigError::UnsupportedTalosVersion(talos.to_string())),
         }
     }
@@ -52,6 +54,15 @@ impl Contract {
         self <= Contract::V1_11
     }
 
+    /// Talos 1.14 moved the Kubernetes settings (and the cluster's
+    /// discovery identity, host DNS and KubePrism) out of the v1alpha1
+    /// document into documents of their own (`KubeNodeConfig`,
+    /// `KubeNetworkConfig`, …; `VersionContract.MultidocKubernetesConfigSupported`).
+    /// Each of them is mutually exclusive with the fields it replaces.
+    pub fn kubernetes_documents(self) -> bool {
+        self >= Contract::V1_14
+    }
+
     /// Talos 1.12 generates `machine.install.grubUseUKICmdline: true`.
     pub fn grub_uses_uki_cmdline(self) -> bool {
         self >= Contract::V1_12
@@ -63,6 +74,9 @@ impl Contract {
             Contract::V1_11 => KubernetesVersion::new(1, 34, 1),
             Contract::V1_12 => KubernetesVersion::new(1, 35, 2),
             Contract::V1_13 => KubernetesVersion::new(1, 36, 3),
+            // v1.14.0-rc.1 names 1.37.0-rc.0; the newest 1.37 patch is
+            // what a cluster made today should run.
+            Contract::V1_14 => KubernetesVersion::new(1, 37, 2),
         }
     }
 
@@ -72,6 +86,7 @@ impl Contract {
             Contract::V1_11 => (29, 34),
             Contract::V1_12 => (30, 35),
             Contract::V1_13 => (31, 36),
+            Contract::V1_14 => (32, 37),
         }
     }
 
@@ -184,10 +199,105 @@ impl Contract {
             "SideroLinkConfig",
             "ImageVerificationConfig",
         ];
+        // The v1.14 schema's `oneOf`, plus `ImageVerificationConfig` as
+        // above; where the schema's name is not the kind Talos registers
+        // (`UnattendedInstall`, `KubeSpanEndpoints`), the registered one.
+        const V1_14: &[&str] = &[
+            "ExistingVolumeConfig",
+            "ExternalVolumeConfig",
+            "FilesystemTrimConfig",
+            "FilesystemScrubConfig",
+            "RawVolumeConfig",
+            "SwapVolumeConfig",
+            "UserVolumeConfig",
+            "VolumeConfig",
+            "ZswapConfig",
+            "DiscoveryIdentityConfig",
+            "DiscoveryServiceConfig",
+            "ContainerConfig",
+            "CRIBaseRuntimeSpecConfig",
+            "CRICustomizationConfig",
+            "ImageCacheConfig",
+            "RegistryAuthConfig",
+            "RegistryMirrorConfig",
+            "RegistryTLSConfig",
+            "ExtensionServiceConfig",
+            "PCIDriverRebindConfig",
+            "KubeAdmissionControlConfig",
+            "KubeAggregatorCAConfig",
+            "KubeAPIServerConfig",
+            "KubeAPIServerCAConfig",
+            "KubeAuditPolicyConfig",
+            "KubeAuthenticationConfig",
+            "KubeAuthorizerConfig",
+            "KubeClusterConfig",
+            "KubeControllerManagerConfig",
+            "KubeCoreDNSConfig",
+            "KubeCredentialProviderConfig",
+            "KubeEtcdEncryptionConfig",
+            "KubeExternalManifestConfig",
+            "KubeFlannelCNIConfig",
+            "KubeInlineManifestConfig",
+            "KubeletConfig",
+            "KubePrismConfig",
+            "KubeNetworkConfig",
+            "KubeNodeConfig",
+            "KubeProxyConfig",
+            "KubeSchedulerConfig",
+            "KubeServiceAccountConfig",
+            "KubeStaticPodConfig",
+            "KubeTalosAPIAccessConfig",
+            "BGPInstanceConfig",
+            "BlackholeRouteConfig",
+            "BondConfig",
+            "BridgeConfig",
+            "NetworkDefaultActionConfig",
+            "DHCPv4Config",
+            "DHCPv6Config",
+            "DummyLinkConfig",
+            "EthernetConfig",
+            "HCloudVIPConfig",
+            "HostnameConfig",
+            "HTTPProbeConfig",
+            "KubeSpanConfig",
+            "KubeSpanEndpointsConfig",
+            "Layer2VIPConfig",
+            "LinkConfig",
+            "LinkAliasConfig",
+            "ResolverConfig",
+            "RoutingRuleConfig",
+            "NetworkRuleConfig",
+            "StaticHostConfig",
+            "TCPProbeConfig",
+            "TimeSyncConfig",
+            "VethConfig",
+            "VLANConfig",
+            "VRFConfig",
+            "WireguardConfig",
+            "EnvironmentConfig",
+            "EtcFileConfig",
+            "EventSinkConfig",
+            "KernelModuleConfig",
+            "KmsgLogConfig",
+            "OOMConfig",
+            "SecurityProfileConfig",
+            "SysctlConfig",
+            "SysfsConfig",
+            "UdevRulesConfig",
+            "UnattendedInstallConfig",
+            "WatchdogTimerConfig",
+            "TrustedRootsConfig",
+            "SideroLinkConfig",
+            "LVMLogicalVolumeConfig",
+            "LVMVolumeGroupConfig",
+            "RAIDArrayConfig",
+            "ImageVerificationConfig",
+        ];
         match self {
             Contract::V1_11 => COMMON,
             Contract::V1_12 => V1_12,
             Contract::V1_13 => V1_13,
+            Contract::V1_14 => V1_14,
         }
     }
 }
@@ -198,6 +308,7 @@ impl fmt::Display for Contract {
             Contract::V1_11 => "v1.11",
             Contract::V1_12 => "v1.12",
             Contract::V1_13 => "v1.13",
+            Contract::V1_14 => "v1.14",
         })
     }
 }
@@ -234,12 +345,14 @@ mod tests {
             ("v1.12.0-beta.1", Contract::V1_12, "v1.12.0-beta.1"),
             ("v1.13.9", Contract::V1_13, "v1.13.9"),
             ("v1.13.0-alpha.1", Contract::V1_13, "v1.13.0-alpha.1"),
+            ("v1.14.0", Contract::V1_14, "v1.14.0"),
+            ("v1.14.0-rc.1", Contract::V1_14, "v1.14.0-rc.1"),
         ] {
             let version: TalosVersion = text.parse().unwrap();
             assert_eq!(Contract::of(&version).unwrap(), contract);
             assert_eq!(version.to_string(), shown);
         }
-        for text in ["v1.10.7", "v1.14.0", "v2.12.0"] {
+        for text in ["v1.10.7", "v1.15.0-beta.0", "v2.12.0"] {
             assert!(
                 matches!(
                     Contract::of(&text.parse().unwrap()),
@@ -264,11 +377,21 @@ mod tests {
             Contract::V1_13.default_kubernetes_version().to_string(),
             "v1.36.3"
         );
-        for contract in [Contract::V1_11, Contract::V1_12, Contract::V1_13] {
+        assert_eq!(
+            Contract::V1_14.default_kubernetes_version().to_string(),
+            "v1.37.2"
+        );
+        for contract in [
+            Contract::V1_11,
+            Contract::V1_12,
+            Contract::V1_13,
+            Contract::V1_14,
+        ] {
             let talos: TalosVersion = match contract {
                 Contract::V1_11 => "v1.11.3",
                 Contract::V1_12 => "v1.12.6",
                 Contract::V1_13 => "v1.13.9",
+                Contract::V1_14 => "v1.14.0",
             }
             .parse()
             .unwrap();

@@ -1,9 +1,11 @@
 //! The Kubernetes images of a machine config: the control-plane components
 //! Talos runs as static pods (`cluster.apiServer.image`,
 //! `cluster.controllerManager.image`, `cluster.scheduler.image`; kube-proxy's
-//! `cluster.proxy.image`) and kubelet (`machine.kubelet.image`). A Kubernetes
-//! upgrade first moves only the control-plane images of the config a node
-//! runs, as `talosctl upgrade-k8s` patches them, and the kubelet later.
+//! `cluster.proxy.image`) and kubelet (`machine.kubelet.image`), or from
+//! Talos v1.14 the `image` of their documents (`KubeAPIServerConfig`, …,
+//! `KubeletConfig`), read where the config has them. A Kubernetes upgrade
+//! first moves only the control-plane images of the config a node runs, as
+//! `talosctl upgrade-k8s` patches them, and the kubelet later.
 
 use serde_json::{Value, json};
 
@@ -12,16 +14,41 @@ use crate::talos::release::KubernetesVersion;
 use crate::talos::yaml;
 
 /// The control-plane components Talos runs as static pods on each control
-/// plane, with where their image sits under `cluster`.
-pub const CONTROL_PLANE_COMPONENTS: [(&str, &str); 3] = [
-    ("kube-apiserver", "apiServer"),
-    ("kube-controller-manager", "controllerManager"),
-    ("kube-scheduler", "scheduler"),
+/// plane, with where their image sits: under `cluster`, or in a document.
+pub const CONTROL_PLANE_COMPONENTS: [(&str, Place); 3] = [
+    ("kube-apiserver", ("apiServer", "KubeAPIServerConfig")),
+    (
+        "kube-controller-manager",
+        ("controllerManager", "KubeControllerManagerConfig"),
+    ),
+    ("kube-scheduler", ("scheduler", "KubeSchedulerConfig")),
 ];
+
+/// Where an image sits: the section under v1alpha1's `cluster`, or the
+/// v1.14 document of that kind.
+pub type Place = (&'static str, &'static str);
 
 /// kube-proxy's image sits under `cluster.proxy` (a DaemonSet, also when
 /// disabled the config names it).
-const PROXY: (&str, &str) = ("kube-proxy", "proxy");
+const PROXY: (&str, Place) = ("kube-proxy", ("proxy", "KubeProxyConfig"));
+
+fn of_kind<'a>(documents: &'a [Value], kind: &str) -> Option<&'a Value> {
+    documents
+        .iter()
+        .find(|d| d.get("kind").and_then(Value::as_str) == Some(kind))
+}
+
+/// The image at `(section, kind)`: the document's when the config has it.
+fn image_at(documents: &[Value], (section, kind): Place) -> Option<String> {
+    let found = match of_kind(documents, kind) {
+        Some(document) => document.get("image"),
+        None => documents
+            .iter()
+            .find(|d| d.get("kind").is_none())?
+            .pointer(&format!("/cluster/{section}/image")),
+    };
+    found.and_then(Value::as_str).map(str::to_string)
+}
 
 /// The image of a control-plane component (or kube-proxy) of a release.
 pub fn control_plane_image(component: &str, kubernetes: &KubernetesVersion) -> String {
@@ -49,28 +76,22 @@ impl RunningImages {
         let Some(main) = documents.iter().find(|d| d.get("kind").is_none()) else {
             return Ok(Self::default());
         };
-        let image = |pointer: String| {
-            main.pointer(&pointer)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
         let control_plane =
             if main.pointer("/machine/type").and_then(Value::as_str) == Some("worker") {
                 Vec::new()
             } else {
                 CONTROL_PLANE_COMPONENTS
                     .iter()
-                    .map(|(component, key)| {
-                        (
-                            component.to_string(),
-                            image(format!("/cluster/{key}/image")),
-                        )
-                    })
+                    .map(|(component, place)| (component.to_string(), image_at(&documents, *place)))
                     .collect()
             };
+        let kubelet = match of_kind(&documents, "KubeletConfig") {
+            Some(document) => document.get("image"),
+            None => main.pointer("/machine/kubelet/image"),
+        };
         Ok(Self {
             control_plane,
-            kubelet: image("/machine/kubelet/image".into()),
+            kubelet: kubelet.and_then(Value::as_str).map(str::to_string),
         })
     }
 
@@ -114,19 +135,27 @@ pub fn with_control_plane_images(
 ) -> Result<MachineConfig, ConfigError> {
     let mut documents =
         yaml::parse_documents(config).map_err(|e| ConfigError::RunningConfig(e.to_string()))?;
-    let main = documents
-        .iter_mut()
-        .find(|d| d.get("kind").is_none())
-        .ok_or_else(|| ConfigError::RunningConfig("no v1alpha1 document".into()))?;
-    if !main["cluster"].is_object() {
-        return Err(ConfigError::RunningConfig("no cluster section".into()));
-    }
-    for (component, key) in CONTROL_PLANE_COMPONENTS.iter().chain([&PROXY]) {
-        let section = &mut main["cluster"][*key];
+    for (component, (section, kind)) in CONTROL_PLANE_COMPONENTS.iter().chain([&PROXY]) {
+        let image = json!(control_plane_image(component, kubernetes));
+        if let Some(document) = documents
+            .iter_mut()
+            .find(|d| d.get("kind").and_then(Value::as_str) == Some(*kind))
+        {
+            document["image"] = image;
+            continue;
+        }
+        let main = documents
+            .iter_mut()
+            .find(|d| d.get("kind").is_none())
+            .ok_or_else(|| ConfigError::RunningConfig("no v1alpha1 document".into()))?;
+        if !main["cluster"].is_object() {
+            return Err(ConfigError::RunningConfig("no cluster section".into()));
+        }
+        let section = &mut main["cluster"][*section];
         if section.is_null() {
             *section = json!({});
         }
-        section["image"] = json!(control_plane_image(component, kubernetes));
+        section["image"] = image;
     }
     Ok(MachineConfig(yaml::to_string(&documents)))
 }
@@ -172,6 +201,34 @@ hostname: noreturn-cp-1
         );
         assert!(moved.as_str().contains("10.0.128.17"), "the rest is kept");
         assert!(moved.as_str().contains("hostname: noreturn-cp-1"));
+    }
+
+    /// Talos v1.14 keeps the images in the components' documents.
+    #[test]
+    fn reads_and_moves_the_images_of_v1_14_documents() {
+        let running = "version: v1alpha1\nmachine:\n  type: controlplane\ncluster:\n  token: x\n---\n\
+            apiVersion: v1alpha1\nkind: KubeletConfig\nimage: ghcr.io/siderolabs/kubelet:v1.36.3\n---\n\
+            apiVersion: v1alpha1\nkind: KubeAPIServerConfig\nimage: registry.k8s.io/kube-apiserver:v1.36.3\n---\n\
+            apiVersion: v1alpha1\nkind: KubeControllerManagerConfig\nimage: registry.k8s.io/kube-controller-manager:v1.36.3\n---\n\
+            apiVersion: v1alpha1\nkind: KubeSchedulerConfig\nimage: registry.k8s.io/kube-scheduler:v1.36.3\n---\n\
+            apiVersion: v1alpha1\nkind: KubeProxyConfig\nenabled: false\nimage: registry.k8s.io/kube-proxy:v1.36.3\n";
+        let to: KubernetesVersion = "v1.37.2".parse().unwrap();
+        let before = RunningImages::of(running).unwrap();
+        assert_eq!(before.api_server(), "v1.36.3".parse().ok());
+        assert_eq!(before.kubelet_release(), "v1.36.3".parse().ok());
+        let moved = with_control_plane_images(running, &to).unwrap();
+        let after = RunningImages::of(moved.as_str()).unwrap();
+        assert!(after.behind(&to).is_empty(), "{after:?}");
+        assert_eq!(after.kubelet, before.kubelet);
+        let text = moved.as_str();
+        assert!(
+            text.contains("registry.k8s.io/kube-proxy:v1.37.2"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("apiServer"),
+            "nothing added to v1alpha1: {text}"
+        );
     }
 
     #[test]

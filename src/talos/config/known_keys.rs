@@ -14,6 +14,7 @@ use crate::talos::release::TalosVersion;
 const V1_11: &str = include_str!("keys/v1.11.txt");
 const V1_12: &str = include_str!("keys/v1.12.txt");
 const V1_13: &str = include_str!("keys/v1.13.txt");
+const V1_14: &str = include_str!("keys/v1.14.txt");
 
 #[derive(Debug, Default)]
 struct Shape {
@@ -92,9 +93,18 @@ fn release(text: &str) -> Release {
 }
 
 fn for_release(talos: &TalosVersion) -> &'static Release {
-    static RELEASES: OnceLock<[Release; 3]> = OnceLock::new();
-    let all = RELEASES.get_or_init(|| [release(V1_11), release(V1_12), release(V1_13)]);
-    if talos.line() >= (1, 13) {
+    static RELEASES: OnceLock<[Release; 4]> = OnceLock::new();
+    let all = RELEASES.get_or_init(|| {
+        [
+            release(V1_11),
+            release(V1_12),
+            release(V1_13),
+            release(V1_14),
+        ]
+    });
+    if talos.line() >= (1, 14) {
+        &all[3]
+    } else if talos.line() >= (1, 13) {
         &all[2]
     } else if talos.line() >= (1, 12) {
         &all[1]

@@ -30,6 +30,7 @@ mod install;
 mod known_keys;
 mod labels;
 mod machine;
+mod multidoc_v1_14;
 mod network;
 mod patch;
 mod user_data;
@@ -61,7 +62,7 @@ use crate::talos::yaml;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error(
-        "unsupported Talos version {0:?}: hct generates configs for Talos v1.11, v1.12 and v1.13 (e.g. v1.13.9)"
+        "unsupported Talos version {0:?}: hct generates configs for Talos v1.11 to v1.14 (e.g. v1.14.0)"
     )]
     UnsupportedTalosVersion(String),
     #[error(
@@ -140,14 +141,21 @@ pub fn generate<'a>(
         (Role::ControlPlane, None) => return Err(ConfigError::NoClusterSecrets),
         (Role::Worker, _) => None,
     };
-    let mut documents = vec![json!({
+    let mut main = json!({
         "version": "v1alpha1",
         "debug": false,
         // Deprecated and ignored, but still what Talos' generator writes.
         "persist": true,
         "machine": machine::section(&node, plan, &join, control_plane),
         "cluster": cluster::section(&node, plan, &join, control_plane),
-    })];
+    });
+    let moved = if node.contract.kubernetes_documents() {
+        multidoc_v1_14::split(&mut main, node.role)
+    } else {
+        Vec::new()
+    };
+    let mut documents = vec![main];
+    documents.extend(moved);
     documents.extend(network::documents(&node, plan));
     for (index, text) in input.config_patches.iter().enumerate() {
         patch::apply(&mut documents, text, node.contract)
@@ -157,6 +165,38 @@ pub fn generate<'a>(
         return Err(ConfigError::Unworkable(violation.to_string()));
     }
     Ok(MachineConfig(yaml::to_string(&documents)))
+}
+
+/// The control-plane endpoint a node's running config names
+/// (`cluster.controlPlane.endpoint`, or `KubeClusterConfig` from v1.14);
+/// None when the config cannot be read or names none.
+pub fn running_endpoint(config: &str) -> Option<String> {
+    let documents = yaml::parse_documents(config).ok()?;
+    multidoc_v1_14::endpoint(&documents).map(str::to_string)
+}
+
+/// The patch that gives a control plane the bootstrap manifests, before
+/// the user's patches: `cluster.inlineManifests`, or from Talos v1.14 one
+/// `KubeInlineManifestConfig` document each. None without manifests.
+pub fn inline_manifests_patch(
+    contract: Contract,
+    manifests: &[(String, String)],
+) -> Option<String> {
+    if manifests.is_empty() {
+        return None;
+    }
+    if contract.kubernetes_documents() {
+        let documents: Vec<serde_json::Value> = manifests
+            .iter()
+            .map(|(name, contents)| multidoc_v1_14::inline_manifest(name, contents))
+            .collect();
+        return Some(yaml::to_string(&documents));
+    }
+    let list: Vec<serde_json::Value> = manifests
+        .iter()
+        .map(|(name, contents)| json!({"name": name, "contents": contents}))
+        .collect();
+    Some(json!({"cluster": {"inlineManifests": list}}).to_string())
 }
 
 #[cfg(test)]

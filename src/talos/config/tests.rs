@@ -11,6 +11,7 @@ use crate::talos::testing::{self, reference_plan};
 use crate::talos::yaml;
 
 mod v1_13;
+mod v1_14;
 
 const SCHEMATIC: &str = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba";
 
@@ -335,7 +336,7 @@ fn bad_inputs_are_named() {
     let cases: Vec<(Change, &str)> = vec![
         (
             |i| i.talos_version = "v1.10.7".parse().unwrap(),
-            "unsupported Talos version \"v1.10.7\": hct generates configs for Talos v1.11, v1.12 and v1.13",
+            "unsupported Talos version \"v1.10.7\": hct generates configs for Talos v1.11 to v1.14",
         ),
         (
             |i| i.kubernetes_version = Some("v1.36.0".parse().unwrap()),

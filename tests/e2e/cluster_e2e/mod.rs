@@ -174,7 +174,11 @@ fn assert_talos_accepts_applied_configs(sim: &SimHandle) -> usize {
         let minor = version
             .rsplit_once('.')
             .map_or(version.as_str(), |(m, _)| m);
-        let release = peers.talos_release_of_minor(minor).to_owned();
+        // Talos v1.14's checker is built from ../shared when it is there;
+        // without it those configs are judged by nothing (said, not passed).
+        let Some(release) = peers.talos_release_of_minor_or_skip(minor) else {
+            continue;
+        };
         by_release.entry(release).or_default().push(Config {
             label: format!("{name}-on-{version}"),
             text: text.clone(),

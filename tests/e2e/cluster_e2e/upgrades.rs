@@ -1,5 +1,6 @@
-//! Talos upgrades (v1.11 → v1.12 → v1.13, and one stopped half way), a
-//! cluster born on v1.13, and a new server type: in place, one node at a time.
+//! Talos upgrades (v1.11 → v1.12 → v1.13 → v1.14, and one stopped half
+//! way), clusters born on v1.13 and v1.14, and a new server type: in place,
+//! one node at a time.
 
 use super::*;
 
@@ -90,6 +91,16 @@ async fn a_new_talos_version_upgrades_the_nodes_one_at_a_time() {
             releases(&sim)
         );
         assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
+        // Talos moves one minor release at a time: v1.11 to v1.13 is refused.
+        let out = ws
+            .terraform(&["plan", "-var", "talos_version=v1.13.9"])
+            .expect_failure("a skipped Talos minor");
+        let words = unwrapped(&out.stderr);
+        assert!(
+            words.contains("Talos upgrades one minor release at a time")
+                && words.contains("the newest v1.12.x release"),
+            "{out}"
+        );
         let upgrade = ["-var", "talos_version=v1.12.6"];
         upgrade_in_place(&sim, &ws, &upgrade, "v1.12.6");
         assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
@@ -217,6 +228,16 @@ async fn talos_v1_12_upgrades_to_v1_13_in_place() {
             state_attribute(&ws, "hct_cluster.this", "kubernetes_version"),
             "v1.35.2"
         );
+        // v1.12 to v1.14 skips v1.13: refused at plan, with the way.
+        let out = ws
+            .terraform(&["plan", "-var", "talos_version=v1.14.0"])
+            .expect_failure("v1.12 to v1.14");
+        let words = unwrapped(&out.stderr);
+        assert!(
+            words.contains("Talos upgrades one minor release at a time")
+                && words.contains("Set talos_version to the newest v1.13.x release"),
+            "{out}"
+        );
         // Kubernetes v1.35 is within Talos v1.13's range and stays.
         let upgrade = ["-var", "talos_version=v1.13.9"];
         upgrade_in_place(&sim, &ws, &upgrade, "v1.13.9");
@@ -229,6 +250,83 @@ async fn talos_v1_12_upgrades_to_v1_13_in_place() {
 
         let (code, out) = plan_exit_code(&ws, &upgrade);
         assert_eq!(code, 0, "plan after the upgrade\n{out}");
+    });
+}
+
+/// The reference cluster as examples/private-cluster makes it today: on
+/// Talos v1.14 with its default Kubernetes, every Kubernetes setting in
+/// v1.14's documents, each node's running config valid for Talos' own
+/// v1.14 validator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_on_talos_v1_14_runs_the_kubernetes_documents() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        assert!(
+            releases(&sim).values().all(|r| r == "v1.14.0"),
+            "{:?}",
+            releases(&sim)
+        );
+        assert_eq!(
+            state_attribute(&ws, "hct_cluster.this", "kubernetes_version"),
+            "v1.37.2"
+        );
+        let config = general_1_config(&sim, &ws);
+        for kind in [
+            "KubeNodeConfig",
+            "KubeletConfig",
+            "KubeClusterConfig",
+            "DiscoveryIdentityConfig",
+        ] {
+            assert!(
+                config.contains(&format!("kind: {kind}")),
+                "{kind}\n{config}"
+            );
+        }
+        assert!(!config.contains("nodeLabels"), "{config}");
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
+        let (code, out) = plan_exit_code(&ws, &[]);
+        assert_eq!(code, 0, "plan after the apply\n{out}");
+    });
+}
+
+/// v1.13.9 → v1.14.0 in place (each node's config moving to the new
+/// documents as it is upgraded), then Kubernetes v1.36 → v1.37.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn talos_v1_13_upgrades_to_v1_14_in_place_then_kubernetes_to_v1_37() {
+    let sim = sim().await;
+    let ws = workspace(&sim);
+    tokio::task::block_in_place(|| {
+        let v1_13 = ["-var", "talos_version=v1.13.9"];
+        ws.terraform(&[&["apply", "-auto-approve"], &v1_13[..]].concat())
+            .expect_success("apply v1.13.9");
+        assert!(general_1_config(&sim, &ws).contains("nodeLabels"));
+        assert_eq!(
+            state_attribute(&ws, "hct_cluster.this", "kubernetes_version"),
+            "v1.36.3"
+        );
+        let upgrade = ["-var", "talos_version=v1.14.0"];
+        upgrade_in_place(&sim, &ws, &upgrade, "v1.14.0");
+        let config = general_1_config(&sim, &ws);
+        assert!(config.contains("kind: KubeNodeConfig"), "{config}");
+        assert!(!config.contains("nodeLabels"), "{config}");
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
+        let (code, out) = plan_exit_code(&ws, &upgrade);
+        assert_eq!(code, 0, "plan after the upgrade\n{out}");
+
+        crate::kube_e2e::with_kubernetes_version(&ws, "v1.36.3");
+        let kubernetes = [&upgrade[..], &["-var", "kubernetes_version=v1.37.2"]].concat();
+        ws.terraform(&[&["apply", "-auto-approve"], &kubernetes[..]].concat())
+            .expect_success("Kubernetes v1.37.2");
+        assert!(
+            general_1_config(&sim, &ws).contains("kubelet:v1.37.2"),
+            "the kubelets moved"
+        );
+        assert_eq!(assert_talos_accepts_applied_configs(&sim), 9);
+        let (code, out) = plan_exit_code(&ws, &kubernetes);
+        assert_eq!(code, 0, "plan after the Kubernetes upgrade\n{out}");
     });
 }
 

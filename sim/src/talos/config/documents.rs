@@ -1,6 +1,7 @@
 //! The YAML documents of a machine config as written, before validation:
 //! the `v1alpha1` document and the typed documents (`apiVersion` + `kind`)
-//! that each Talos release knows.
+//! that each Talos release knows (the v1.14 Kubernetes documents the
+//! emulation reads are in `multidoc`).
 //!
 //! Only the fields the emulator acts on are read here; unknown keys are
 //! refused before, as Talos' strict decoder does (`strict`).
@@ -67,6 +68,60 @@ const KINDS_V1_13: &[&str] = &[
     "ImageVerificationConfig",
 ];
 
+/// Kinds added in v1.14, which moved the Kubernetes settings out of the
+/// v1alpha1 document, as v1.14's machinery registers them (the schema
+/// names `UnattendedInstallConfig` `UnattendedInstall`). Also here, as
+/// v1.14 registers them: `ImageCacheConfig`, new in v1.14's schema, and
+/// `KubeSpanEndpointsConfig`, the registered name of `KubeSpanEndpoints`.
+pub const KINDS_V1_14: &[&str] = &[
+    "BGPInstanceConfig",
+    "CRIBaseRuntimeSpecConfig",
+    "CRICustomizationConfig",
+    "ContainerConfig",
+    "DiscoveryIdentityConfig",
+    "DiscoveryServiceConfig",
+    "EtcFileConfig",
+    "FilesystemScrubConfig",
+    "FilesystemTrimConfig",
+    "HTTPProbeConfig",
+    "ImageCacheConfig",
+    "KernelModuleConfig",
+    "KubeAPIServerCAConfig",
+    "KubeAPIServerConfig",
+    "KubeAdmissionControlConfig",
+    "KubeAggregatorCAConfig",
+    "KubeAuditPolicyConfig",
+    "KubeAuthenticationConfig",
+    "KubeAuthorizerConfig",
+    "KubeClusterConfig",
+    "KubeControllerManagerConfig",
+    "KubeCoreDNSConfig",
+    "KubeCredentialProviderConfig",
+    "KubeEtcdEncryptionConfig",
+    "KubeExternalManifestConfig",
+    "KubeFlannelCNIConfig",
+    "KubeInlineManifestConfig",
+    "KubeNetworkConfig",
+    "KubeNodeConfig",
+    "KubePrismConfig",
+    "KubeProxyConfig",
+    "KubeSchedulerConfig",
+    "KubeServiceAccountConfig",
+    "KubeSpanEndpointsConfig",
+    "KubeStaticPodConfig",
+    "KubeTalosAPIAccessConfig",
+    "KubeletConfig",
+    "LVMLogicalVolumeConfig",
+    "LVMVolumeGroupConfig",
+    "RAIDArrayConfig",
+    "SecurityProfileConfig",
+    "SysctlConfig",
+    "SysfsConfig",
+    "UdevRulesConfig",
+    "UnattendedInstallConfig",
+    "VethConfig",
+];
+
 /// Kinds that configure a network link, and so may carry routes.
 pub const LINK_KINDS: &[&str] = &[
     "LinkConfig",
@@ -83,6 +138,7 @@ pub fn is_known_kind(kind: &str, talos: Option<&TalosVersion>) -> bool {
     KINDS_V1_11.contains(&kind)
         || (KINDS_V1_12.contains(&kind) && talos.is_none_or(|v| v.at_least(1, 12)))
         || (KINDS_V1_13.contains(&kind) && talos.is_none_or(|v| v.at_least(1, 13)))
+        || (KINDS_V1_14.contains(&kind) && talos.is_none_or(|v| v.at_least(1, 14)))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -222,9 +278,10 @@ pub struct InlineManifest {
 /// `cluster.apiServer`, `cluster.controllerManager`, `cluster.scheduler`:
 /// the image's tag is the Kubernetes version the component runs.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct Component {
     pub image: Option<String>,
+    pub extra_args: Option<serde_yaml_ng::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -282,5 +339,23 @@ mod tests {
         }
         assert!(is_known_kind("LinkConfig", Some(&v1_13)));
         assert!(is_known_kind("VolumeConfig", Some(&v1_13)));
+    }
+
+    #[test]
+    fn kubernetes_documents_arrive_with_v1_14() {
+        let v1_13: TalosVersion = "v1.13.9".parse().unwrap();
+        let v1_14: TalosVersion = "v1.14.0".parse().unwrap();
+        let rc: TalosVersion = "v1.14.0-rc.1".parse().unwrap();
+        for kind in [
+            "KubeClusterConfig",
+            "DiscoveryIdentityConfig",
+            "KubeletConfig",
+        ] {
+            assert!(!is_known_kind(kind, Some(&v1_13)), "{kind}");
+            assert!(is_known_kind(kind, Some(&v1_14)), "{kind}");
+            assert!(is_known_kind(kind, Some(&rc)), "{kind}");
+        }
+        assert!(is_known_kind("KubeSpanConfig", Some(&v1_14)));
+        assert!(!is_known_kind("UnattendedInstall", Some(&v1_14)));
     }
 }

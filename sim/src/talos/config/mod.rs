@@ -5,22 +5,41 @@
 //! only where Talos allows keys), the cluster's identity, the control plane
 //! endpoint, the installer image, the hostname and the routes.
 //!
+//! Talos v1.14 moved most of the cluster and Kubernetes settings out of the
+//! v1alpha1 document into documents of their own (`KubeClusterConfig`,
+//! `KubeAPIServerCAConfig`, `DiscoveryIdentityConfig`, …) and still loads
+//! the deprecated fields: a value comes from its document when there is
+//! one, else from v1alpha1, and a document set beside the fields it
+//! replaces is refused. Which release's rules apply is the node's running
+//! release, or (unknown) the one the installer image installs.
+//!
 //! This file holds the parsed config, its errors, `parse` and the checks of
-//! single fields (the machine type, the endpoint, required values); the
-//! other checks are in the file named after what they check:
+//! single fields (the machine type, required values); the other checks are
+//! in the file named after what they check:
 //!
 //! - `documents`: the YAML documents as written;
+//! - `multidoc`: the v1.14 documents the emulation reads, each checked;
 //! - `sorting`: splitting the YAML into documents and sorting them by kind;
+//! - `conflicts`: v1.14's rules for the config as a whole (documents
+//!   against the v1alpha1 fields they replace, duplicates, control plane
+//!   documents, etcd encryption);
+//! - `kubernetes`: the cluster and Kubernetes settings, from the documents
+//!   or from v1alpha1;
 //! - `authorities`: the OS and Kubernetes CAs;
 //! - `hostname`: the hostname, from `v1alpha1` or `HostnameConfig`;
 //! - `routes`: the routes of interfaces, VLANs and link documents;
 //! - `subnets`: kubelet's and etcd's address filters, the pod and service
 //!   ranges;
+//! - `kube_network`: v1.14's `KubeNetworkConfig` and its checks;
 //! - `strict`: unknown keys and documents, refused as Talos' decoder does.
 
 mod authorities;
+mod conflicts;
 pub mod documents;
 mod hostname;
+mod kube_network;
+mod kubernetes;
+pub mod multidoc;
 mod routes;
 mod sorting;
 mod strict;
@@ -29,16 +48,18 @@ mod subnets;
 use serde::{Deserialize, Serialize};
 use serde_yaml_ng::Value;
 
-use self::authorities::{KUBERNETES_CA, OS_CA, authority};
+use self::authorities::{OS_CA, authority};
 use self::documents::V1Alpha1;
 use self::hostname::hostname;
+use self::kubernetes::{check_images, kubernetes};
+use self::multidoc::Multidoc;
 use self::routes::routes;
 use self::sorting::{sort_documents, yaml_documents};
 pub use self::subnets::{SubnetFilter, Subnets};
 use super::network::Route;
 use super::pki::{CertificateAuthority, PkiError};
 use super::secret::Secret;
-use super::version::{TalosVersion, image_tag, installer_version};
+use super::version::{TalosVersion, installer_version};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MachineType {
@@ -48,7 +69,8 @@ pub enum MachineType {
     Worker,
 }
 
-/// What makes nodes one cluster: `cluster.id` and `cluster.secret`.
+/// What makes nodes one cluster: `cluster.id` and `cluster.secret` (from
+/// v1.14 also `DiscoveryIdentityConfig`'s `clusterID` and `clusterSecret`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterIdentity {
     pub id: String,
@@ -70,25 +92,28 @@ pub struct MachineConfig {
     pub trustd_token: Secret,
     pub os_ca: CertificateAuthority,
     pub kubernetes_ca: CertificateAuthority,
-    /// The tag of `cluster.apiServer.image` (`registry.k8s.io/kube-apiserver:v1.35.2`
-    /// → `v1.35.2`): the Kubernetes version the API server runs. None when
-    /// the config names no image (Talos then runs its default).
+    /// The tag of `cluster.apiServer.image` or `KubeAPIServerConfig.image`
+    /// (`registry.k8s.io/kube-apiserver:v1.35.2` → `v1.35.2`): the
+    /// Kubernetes version the API server runs. None when the config names
+    /// no image (Talos then runs its default).
     pub kubernetes_version: Option<String>,
     /// The tags of `cluster.controllerManager.image` and
-    /// `cluster.scheduler.image` (None: the API server's release).
+    /// `cluster.scheduler.image`, or of their v1.14 documents' images
+    /// (None: the API server's release).
     pub controller_manager_version: Option<String>,
     pub scheduler_version: Option<String>,
-    /// The tag of `machine.kubelet.image`: the kubelet's version (None:
-    /// Talos' default).
+    /// The tag of `machine.kubelet.image` or `KubeletConfig.image`: the
+    /// kubelet's version (None: Talos' default).
     pub kubelet_version: Option<String>,
-    /// `cluster.inlineManifests`: (name, contents), applied at bootstrap.
+    /// (name, contents), applied at bootstrap: the `KubeInlineManifestConfig`
+    /// documents in order, then `cluster.inlineManifests`.
     pub inline_manifests: Vec<(String, Secret)>,
     /// `cluster.token` (`<id>.<secret>`): the kubelets' bootstrap token.
     pub bootstrap_token: Secret,
-    /// `cluster.proxy.image` (None: Talos' default), unless kube-proxy is
-    /// disabled (then the outer None).
+    /// `cluster.proxy.image` or `KubeProxyConfig.image` (None: Talos'
+    /// default), unless kube-proxy is disabled (then the outer None).
     pub kube_proxy: Option<Option<String>>,
-    /// `cluster.coreDNS.image` likewise.
+    /// `cluster.coreDNS.image` or `KubeCoreDNSConfig.image` likewise.
     pub core_dns: Option<Option<String>>,
     pub routes: Vec<Route>,
     /// Where kubelet and etcd take their addresses from.
@@ -137,6 +162,9 @@ pub enum ConfigError {
     EtcdOnWorker,
     #[error("{field}: {reason}")]
     Invalid { field: String, reason: String },
+    /// A rule of Talos for the config as a whole, in its words.
+    #[error("{0}")]
+    Rule(String),
 }
 
 impl ConfigError {
@@ -165,34 +193,12 @@ fn required(value: Option<&String>, field: &'static str) -> Result<String, Confi
         .ok_or(ConfigError::Missing(field))
 }
 
-/// `https://host[:port][/…]`, as `cluster.controlPlane.endpoint` must be.
-fn endpoint(text: &str) -> Result<String, ConfigError> {
-    const FIELD: &str = "cluster.controlPlane.endpoint";
-    let rest = text
-        .strip_prefix("https://")
-        .ok_or_else(|| ConfigError::invalid(FIELD, format!("{text:?} is not an https:// URL")))?;
-    let authority = rest.split('/').next().unwrap_or_default();
-    let host = authority
-        .rsplit_once(':')
-        .filter(|(_, port)| port.parse::<u16>().is_ok())
-        .map_or(authority, |(host, _)| host);
-    if host.is_empty() {
-        return Err(ConfigError::invalid(
-            FIELD,
-            format!("{text:?} names no host"),
-        ));
-    }
-    Ok(text.to_string())
-}
-
 /// Parses and checks a machine config for a node running `talos` (which
 /// decides the document kinds it knows; None accepts all).
 pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, ConfigError> {
     let documents = sort_documents(text, talos)?;
-    let raw: V1Alpha1 = typed(
-        documents.v1alpha1.ok_or(ConfigError::MissingV1Alpha1)?,
-        "v1alpha1",
-    )?;
+    let v1alpha1 = documents.v1alpha1.ok_or(ConfigError::MissingV1Alpha1)?;
+    let raw: V1Alpha1 = typed(v1alpha1.clone(), "v1alpha1")?;
     let machine = raw.machine.ok_or(ConfigError::Missing("machine"))?;
     let cluster = raw.cluster.ok_or(ConfigError::Missing("cluster"))?;
     let mut warnings = Vec::new();
@@ -212,81 +218,55 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
     let control_plane = machine_type == MachineType::ControlPlane;
     let trustd_token = Secret::new(required(machine.token.as_ref(), "machine.token")?);
     let os_ca = authority(machine.ca.as_ref(), &OS_CA, control_plane)?;
-    let install_image = required(
-        machine.install.as_ref().and_then(|i| i.image.as_ref()),
-        "machine.install.image",
-    )?;
+    // Only v1.14 and later (or an unknown release) let these kinds through.
+    let docs = Multidoc::read(&documents.others)?;
+    let (install_image, install_field) = match &docs.install {
+        Some(doc) => {
+            const FIELD: &str = "UnattendedInstallConfig.installer.image";
+            (required(doc.installer.image.as_ref(), FIELD)?, FIELD)
+        }
+        None => {
+            const FIELD: &str = "machine.install.image";
+            let image = machine.install.as_ref().and_then(|i| i.image.as_ref());
+            (required(image, FIELD)?, FIELD)
+        }
+    };
     let installs = installer_version(&install_image)
-        .map_err(|e| ConfigError::invalid("machine.install.image", e.to_string()))?;
+        .map_err(|e| ConfigError::invalid(install_field, e.to_string()))?;
+    let release = talos.unwrap_or(&installs);
+    if release.at_least(1, 14) {
+        conflicts::duplicates(&documents.others)?;
+        conflicts::with_v1alpha1(&v1alpha1, &documents.others)?;
+        conflicts::whole(&v1alpha1, &documents.others, control_plane)?;
+        check_images(&machine, &cluster, &docs, control_plane, release)?;
+    }
     let hostname = hostname(&machine, documents.hostname)?;
     let routes = routes(&machine, documents.links)?;
-    let subnets = subnets::subnets(&machine, &cluster)?;
-
-    let identity = ClusterIdentity {
-        id: required(cluster.id.as_ref(), "cluster.id")?,
-        secret: Secret::new(required(cluster.secret.as_ref(), "cluster.secret")?),
-    };
+    let subnets = subnets::subnets(&machine, &cluster, &docs)?;
     let bootstrap_token = Secret::new(required(cluster.token.as_ref(), "cluster.token")?);
-    let addon = |addon: Option<&documents::Addon>| match addon {
-        Some(a) if a.disabled => None,
-        Some(a) => Some(a.image.clone()),
-        None => Some(None),
-    };
-    let kube_proxy = addon(cluster.proxy.as_ref());
-    let core_dns = addon(cluster.core_dns.as_ref());
-    let endpoint = endpoint(&required(
-        cluster
-            .control_plane
-            .as_ref()
-            .and_then(|c| c.endpoint.as_ref()),
-        "cluster.controlPlane.endpoint",
-    )?)?;
-    let kubernetes_ca = authority(cluster.ca.as_ref(), &KUBERNETES_CA, control_plane)?;
+    let kube = kubernetes(&machine, &cluster, &docs, control_plane)?;
     if !control_plane && cluster.etcd.as_ref().is_some_and(|e| !e.is_null()) {
         return Err(ConfigError::EtcdOnWorker);
     }
-    let component_version = |component: Option<&documents::Component>| {
-        component
-            .and_then(|c| c.image.as_deref())
-            .and_then(image_tag)
-            .map(str::to_string)
-    };
-    let kubernetes_version = component_version(cluster.api_server.as_ref());
-    let controller_manager_version = component_version(cluster.controller_manager.as_ref());
-    let scheduler_version = component_version(cluster.scheduler.as_ref());
-    let kubelet_version = machine
-        .kubelet
-        .as_ref()
-        .and_then(|k| k.image.as_deref())
-        .and_then(image_tag)
-        .map(str::to_string);
-    let inline_manifests = cluster
-        .inline_manifests
-        .iter()
-        .map(|m| (m.name.clone(), Secret::new(m.contents.clone())))
-        .collect();
-    let cluster_name = non_empty(cluster.cluster_name.as_ref())
-        .unwrap_or("talos-default")
-        .to_string();
     Ok(MachineConfig {
         machine_type,
         hostname,
         install_image,
         installs,
-        cluster: identity,
-        cluster_name,
-        endpoint,
+        cluster: kube.identity,
+        cluster_name: kube.cluster_name,
+        endpoint: kube.endpoint,
         trustd_token,
         os_ca,
-        kubernetes_ca,
-        kubernetes_version,
-        controller_manager_version,
-        scheduler_version,
-        kubelet_version,
-        inline_manifests,
+        kubernetes_ca: kube.kubernetes_ca,
+        kubernetes_version: kube.kubernetes_version,
+        controller_manager_version: kube.controller_manager_version,
+        scheduler_version: kube.scheduler_version,
+        kubelet_version: kube.kubelet_version,
+        inline_manifests: kube.inline_manifests,
         bootstrap_token,
-        kube_proxy,
-        core_dns,
+        kube_proxy: kube.kube_proxy,
+        core_dns: kube.core_dns,
         routes,
         subnets,
         warnings,

@@ -1,7 +1,8 @@
 //! Splitting a config into its YAML documents and sorting them by what the
 //! emulation reads: the one `v1alpha1` document, the link documents (for
-//! their routes) and the `HostnameConfig` document; unknown versions and
-//! kinds are refused.
+//! their routes), the `HostnameConfig` document and the others (the v1.14
+//! Kubernetes documents among them); unknown versions and kinds are
+//! refused.
 
 use serde::Deserialize;
 use serde_yaml_ng::Value;
@@ -17,6 +18,8 @@ pub(super) struct Documents {
     pub(super) v1alpha1: Option<Value>,
     pub(super) links: Vec<(String, Value)>,
     pub(super) hostname: Option<Value>,
+    /// Every other typed document (kind, document), in order.
+    pub(super) others: Vec<(String, Value)>,
 }
 
 pub(super) fn yaml_documents(text: &str) -> Result<Vec<(usize, Value)>, ConfigError> {
@@ -89,6 +92,8 @@ pub(super) fn sort_documents(
             }
         } else if LINK_KINDS.contains(&kind.as_str()) {
             documents.links.push((kind, value));
+        } else {
+            documents.others.push((kind, value));
         }
     }
     Ok(documents)

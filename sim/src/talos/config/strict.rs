@@ -23,6 +23,7 @@ use crate::talos::version::TalosVersion;
 const V1_11: &str = include_str!("../../../../src/talos/config/keys/v1.11.txt");
 const V1_12: &str = include_str!("../../../../src/talos/config/keys/v1.12.txt");
 const V1_13: &str = include_str!("../../../../src/talos/config/keys/v1.13.txt");
+const V1_14: &str = include_str!("../../../../src/talos/config/keys/v1.14.txt");
 
 /// What a key may hold: any value (`open`), or only the listed keys (of a
 /// mapping, or of each item of a list).
@@ -112,13 +113,14 @@ fn release(text: &str) -> Release {
     kinds
 }
 
-fn releases() -> &'static [(u64, Release); 3] {
-    static RELEASES: OnceLock<[(u64, Release); 3]> = OnceLock::new();
+fn releases() -> &'static [(u64, Release); 4] {
+    static RELEASES: OnceLock<[(u64, Release); 4]> = OnceLock::new();
     RELEASES.get_or_init(|| {
         [
             (11, release(V1_11)),
             (12, release(V1_12)),
             (13, release(V1_13)),
+            (14, release(V1_14)),
         ]
     })
 }
@@ -127,7 +129,9 @@ fn releases() -> &'static [(u64, Release); 3] {
 fn for_release(talos: Option<&TalosVersion>) -> &'static Release {
     let all = releases();
     let minor = talos.map_or(u64::MAX, |v| {
-        if v.at_least(1, 13) {
+        if v.at_least(1, 14) {
+            14
+        } else if v.at_least(1, 13) {
             13
         } else if v.at_least(1, 12) {
             12
@@ -135,7 +139,7 @@ fn for_release(talos: Option<&TalosVersion>) -> &'static Release {
             11
         }
     });
-    &all.iter().find(|(m, _)| *m >= minor).unwrap_or(&all[2]).1
+    &all.iter().find(|(m, _)| *m >= minor).unwrap_or(&all[3]).1
 }
 
 /// YAML as Talos prints the unknown keys: block style, four spaces a level.
@@ -300,6 +304,30 @@ mod tests {
         let doc = yaml("machine:\n  install:\n    grubUseUKICmdline: true\n");
         assert!(unknown_keys("v1alpha1", &doc, Some(&v("v1.11.3"))).is_some());
         assert_eq!(unknown_keys("v1alpha1", &doc, Some(&v("v1.12.6"))), None);
+    }
+
+    #[test]
+    fn v1_14_nodes_use_the_v1_14_lists() {
+        let doc = yaml("clusterName: c\nendpoint: https://x:6443\nclusterNmae: typo\n");
+        assert_eq!(
+            unknown_keys("KubeClusterConfig", &doc, Some(&v("v1.14.0"))).unwrap(),
+            "unknown keys found during decoding:\nclusterNmae: typo\n"
+        );
+        assert_eq!(
+            unknown_keys("KubeClusterConfig", &doc, Some(&v("v1.13.9"))),
+            None
+        );
+        let dhcp = yaml("name: eth0\nignoreRoutes: true\n");
+        assert!(unknown_keys("DHCPv4Config", &dhcp, Some(&v("v1.13.9"))).is_some());
+        assert_eq!(
+            unknown_keys("DHCPv4Config", &dhcp, Some(&v("v1.14.0"))),
+            None
+        );
+        assert_eq!(
+            unknown_keys("DHCPv4Config", &dhcp, None),
+            None,
+            "the newest"
+        );
     }
 
     #[test]

@@ -256,3 +256,5 @@ fn unknown_keys_are_refused_in_talos_words() {
         reason(&link, "v1.12.6")
     );
 }
+
+mod v1_14;

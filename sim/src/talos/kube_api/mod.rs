@@ -4,7 +4,7 @@
 //! cluster's Kubernetes CA, answering `/livez`, `/readyz`, `/healthz` and
 //! `/version` to clients whose certificate chains to that CA (401
 //! otherwise, as kube-apiserver with anonymous auth off), over HTTP/1.1,
-//! one request per connection.
+//! one request per connection; on Talos v1.14 and later over TLS 1.3 only.
 //!
 //! On Talos kube-apiserver is a static pod that comes up once etcd runs on
 //! the node; here it serves while the node's etcd member runs (the etcd
@@ -82,6 +82,8 @@ pub struct KubeApiSpec {
     pub kubernetes: KubernetesVersion,
     /// The node's architecture, which `/version` reports as its platform.
     pub arch: Architecture,
+    /// Whether it takes TLS 1.3 only, as on Talos v1.14 and later.
+    pub tls13_only: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +138,10 @@ pub fn spec(world: &World, server: &Server) -> Option<KubeApiSpec> {
         arch: server
             .server_type()
             .map_or(Architecture::X86, |t| t.architecture),
+        tls13_only: lifecycle::running_version(talos)
+            .as_ref()
+            .unwrap_or(&config.installs)
+            .at_least(1, 14),
     })
 }
 
@@ -198,7 +204,7 @@ pub struct KubeApi {
 impl KubeApi {
     pub async fn start(sim: AppState, spec: KubeApiSpec) -> Result<Self, KubeApiError> {
         let identity = pki::kube_apiserver_identity(&spec.ca, &spec.ips, &spec.dns_names)?;
-        let config = tls::kube_api_config(identity, &spec.ca.certificate)?;
+        let config = tls::kube_api_config(identity, &spec.ca.certificate, spec.tls13_only)?;
         let clients = Arc::new(ClientCheck::trusting(&spec.ca.certificate)?);
         let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
         let addr = listener.local_addr()?;

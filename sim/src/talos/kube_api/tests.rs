@@ -13,6 +13,7 @@ use crate::talos::auth::Caller;
 use crate::talos::calls;
 use crate::talos::faults::{ServerRef, TalosFault};
 use crate::talos::testing::{Lab, cluster, control_plane, worker};
+use crate::talos::version::TalosVersion;
 
 const MOMENT: Duration = Duration::from_millis(10);
 
@@ -419,4 +420,69 @@ fn the_spec_carries_the_configured_kubernetes_release() {
     let spec = spec_of(&lab, cp).expect("serves after bootstrap");
     assert_eq!(spec.kubernetes.git_version, "v1.34.1");
     assert_eq!(spec.arch, Architecture::X86);
+}
+
+#[test]
+fn v1_14_control_planes_serve_tls_1_3_only() {
+    let mut lab = Lab::new();
+    lab.release("v1.14.0");
+    let sample = cluster();
+    let mut node = control_plane();
+    node.talos = "v1.14.0".into();
+    node.kubernetes = Some("v1.37.2".into());
+    let config = sample.machine_config(&node);
+    assert!(config.contains("kind: KubeAPIServerCAConfig"), "{config}");
+    let cp = lab.server("cp-1", "10.0.128.11", "v1.14.0", Some(config));
+    lab.settle();
+    assert!(
+        lab.talos(cp).node.config().is_some(),
+        "configured from user data"
+    );
+    lab.on(cp, |w, at, _| calls::bootstrap(w, at)).unwrap();
+    lab.tick(MOMENT);
+    let spec = spec_of(&lab, cp).expect("serves after bootstrap");
+    assert!(spec.tls13_only);
+    assert_eq!(
+        spec.ca, sample.kubernetes_ca,
+        "the CA of KubeAPIServerCAConfig"
+    );
+    assert_eq!(spec.kubernetes.git_version, "v1.37.2");
+    assert_eq!(ready(&lab, cp), Ok(()));
+
+    let mut older = Lab::new();
+    let ids = control_planes(&mut older, 1);
+    assert!(
+        !spec_of(&older, ids[0]).unwrap().tls13_only,
+        "v1.12 takes TLS 1.2"
+    );
+}
+
+#[test]
+fn talos_lines_know_their_kubernetes_releases() {
+    let talos = |v: &str| -> TalosVersion { v.parse().unwrap() };
+    let k8s = |v: &str| KubernetesVersion::parse(v).unwrap();
+    let v1_14 = talos("v1.14.0");
+    assert_eq!(
+        KubernetesVersion::talos_default(&v1_14).git_version,
+        "v1.37.0"
+    );
+    assert_eq!(
+        KubernetesVersion::talos_default(&talos("v1.13.9")).git_version,
+        "v1.35.2",
+        "unchanged"
+    );
+    assert_eq!(KubernetesVersion::supported_minors(&v1_14), Some((32, 37)));
+    assert_eq!(KubernetesVersion::supported_minors(&talos("v1.15.0")), None);
+    assert_eq!(k8s("v1.37.2").supported_with(&v1_14), Ok(()));
+    assert_eq!(k8s("v1.32.0").supported_with(&v1_14), Ok(()));
+    assert_eq!(
+        k8s("v1.31.9").supported_with(&talos("v1.14.0-rc.1")),
+        Err("version of Kubernetes 1.31.9 is too old to be used with Talos 1.14.0-rc.1".into())
+    );
+    assert_eq!(
+        k8s("v1.38.0-alpha.1").supported_with(&v1_14),
+        Err("version of Kubernetes 1.38.0-alpha.1 is too new to be used with Talos 1.14.0".into())
+    );
+    assert_eq!(k8s("v1.36.4").supported_with(&talos("v1.13.9")), Ok(()));
+    assert!(k8s("v1.37.0").supported_with(&talos("v1.13.9")).is_err());
 }

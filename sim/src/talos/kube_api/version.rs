@@ -1,6 +1,9 @@
 //! What `/version` says: the Kubernetes release a control plane runs
-//! (the tag of `cluster.apiServer.image` in its machine config, or the
-//! Talos release's default) in kube-apiserver's `version.Info` shape.
+//! (the tag of `cluster.apiServer.image` or, from Talos v1.14, of
+//! `KubeAPIServerConfig.image` in its machine config, or the Talos
+//! release's default) in kube-apiserver's `version.Info` shape; and what
+//! each Talos line knows of Kubernetes: its default release and the
+//! releases it supports.
 
 use serde_json::{Value, json};
 
@@ -41,6 +44,7 @@ const BUILDS: &[(&str, &str, &str, &str)] = &[
 pub struct KubernetesVersion {
     pub major: u32,
     pub minor: u32,
+    pub patch: u32,
     /// As written, `v` included.
     pub git_version: String,
 }
@@ -52,9 +56,10 @@ impl KubernetesVersion {
         let numbers = bare.split(['-', '+']).next()?;
         let mut parts = numbers.split('.').map(|p| p.parse::<u32>().ok());
         match (parts.next(), parts.next(), parts.next(), parts.next()) {
-            (Some(Some(major)), Some(Some(minor)), Some(Some(_)), None) => Some(Self {
+            (Some(Some(major)), Some(Some(minor)), Some(Some(patch)), None) => Some(Self {
                 major,
                 minor,
+                patch,
                 git_version: text.to_string(),
             }),
             _ => None,
@@ -71,12 +76,51 @@ impl KubernetesVersion {
 
     /// The Kubernetes release a Talos release runs by default.
     pub fn talos_default(talos: &TalosVersion) -> Self {
-        let default = if talos.at_least(1, 12) {
+        let default = if talos.at_least(1, 14) {
+            "v1.37.0"
+        } else if talos.at_least(1, 12) {
             "v1.35.2"
         } else {
             "v1.34.1"
         };
         Self::parse(default).expect("a valid default")
+    }
+
+    /// The Kubernetes minors a Talos line supports (Talos' compatibility
+    /// table: six minors, the newest its default's), None for a line the
+    /// emulation has no table for.
+    pub fn supported_minors(talos: &TalosVersion) -> Option<(u32, u32)> {
+        match (talos.major, talos.minor) {
+            (1, 11) => Some((29, 34)),
+            (1, 12) => Some((30, 35)),
+            (1, 13) => Some((31, 36)),
+            (1, 14) => Some((32, 37)),
+            _ => None,
+        }
+    }
+
+    /// Whether a Talos release runs this Kubernetes release, in Talos'
+    /// words when not (`KubernetesVersion.SupportedWith`: at least
+    /// `1.<oldest>.0`, below `1.<newest>.99`). Lines without a table pass.
+    pub fn supported_with(&self, talos: &TalosVersion) -> Result<(), String> {
+        let Some((oldest, newest)) = Self::supported_minors(talos) else {
+            return Ok(());
+        };
+        let version = self.git_version.trim_start_matches('v');
+        let talos = talos.to_string();
+        let talos = talos.trim_start_matches('v');
+        let core = (self.major, self.minor, self.patch);
+        if core < (1, oldest, 0) {
+            return Err(format!(
+                "version of Kubernetes {version} is too old to be used with Talos {talos}"
+            ));
+        }
+        if core >= (1, newest, 99) {
+            return Err(format!(
+                "version of Kubernetes {version} is too new to be used with Talos {talos}"
+            ));
+        }
+        Ok(())
     }
 
     /// kube-apiserver's answer to `GET /version` for this release on

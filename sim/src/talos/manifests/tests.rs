@@ -93,3 +93,37 @@ fn disabled_components_are_not_rendered_and_workers_render_nothing() {
     let worker = self::config(false, json!({}));
     assert!(render(&worker, &v1_13, &mut Vec::new()).is_empty());
 }
+
+#[test]
+fn v1_14_renders_the_manifests_of_its_documents() {
+    let v1_14: TalosVersion = "v1.14.0".parse().unwrap();
+    let sample = SampleCluster::generate("c", "https://10.0.128.17:6443").unwrap();
+    let text = sample.machine_config(&SampleNode::new(true, "v1.14.0", "10.0.0.1"))
+        + "---\napiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: cni\n\
+           manifest: \"apiVersion: v1\\nkind: Namespace\\nmetadata:\\n  name: cni\\n\"\n\
+           ---\napiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: ccm\n\
+           manifest: \"apiVersion: v1\\nkind: Namespace\\nmetadata:\\n  name: ccm\\n\"\n\
+           ---\napiVersion: v1alpha1\nkind: KubeNetworkConfig\n\
+           podSubnets: [10.244.0.0/16]\nserviceSubnets: [10.96.0.0/12]\n\
+           ---\napiVersion: v1alpha1\nkind: KubeCoreDNSConfig\nenabled: false\n";
+    let config = parse(&text, Some(&v1_14)).unwrap();
+    let mut problems = Vec::new();
+    let rendered = render(&config, &v1_14, &mut problems);
+    assert!(problems.is_empty(), "{problems:?}");
+    let names = ids(&rendered);
+    assert!(names.ends_with(&["99-ccm", "99-cni"]), "{names:?}");
+    assert!(!names.iter().any(|id| id.contains("core-dns")), "{names:?}");
+    let namespace = object(&rendered, "99-cni", "Namespace");
+    assert_eq!(namespace["metadata"]["name"], "cni");
+    let proxy = object(&rendered, "10-kube-proxy", "DaemonSet");
+    assert_eq!(
+        proxy["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.k8s.io/kube-proxy:v1.37.0",
+        "Talos v1.14's default Kubernetes"
+    );
+    let command = proxy["spec"]["template"]["spec"]["containers"][0]["command"][1].clone();
+    assert_eq!(
+        command, "--cluster-cidr=10.244.0.0/16",
+        "KubeNetworkConfig's pods"
+    );
+}

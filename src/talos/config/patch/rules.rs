@@ -1,6 +1,6 @@
 //! Where Talos' merge departs from "maps merge, lists append": fields tagged
 //! `merge:"replace"` and lists with their own `Merge` that match items by a
-//! key (Talos `pkg/machinery/config/types`, v1.11 to v1.13).
+//! key (Talos `pkg/machinery/config/types`, v1.11 to v1.14).
 
 /// `v1alpha1` for the legacy document, else the document `kind`.
 pub(crate) type Kind<'a> = &'a str;
@@ -12,6 +12,13 @@ const REPLACED: &[(Kind<'static>, &[&str])] = &[
     ("v1alpha1", &["cluster", "apiServer", "auditPolicy"]),
     ("NetworkRuleConfig", &["ingress"]),
     ("NetworkRuleConfig", &["portSelector", "ports"]),
+    ("KubeNetworkConfig", &["podSubnets"]),
+    ("KubeNetworkConfig", &["serviceSubnets"]),
+    ("KubeAuditPolicyConfig", &["configuration"]),
+    ("KubeAuthenticationConfig", &["configuration"]),
+    ("KubeCredentialProviderConfig", &["configuration"]),
+    ("KubeStaticPodConfig", &["pod"]),
+    ("CRIBaseRuntimeSpecConfig", &["overrides"]),
 ];
 
 /// Lists whose items merge with the item that has the same key field (the
