@@ -400,10 +400,10 @@ const READS_AT_ONCE: usize = 16;
 /// Whether a running config's control-plane endpoint starts with
 /// `endpoint` (`https://<ip>:`); an unreadable config counts as naming it.
 fn names_endpoint(config: &str, endpoint: &str) -> bool {
-    if crate::talos::yaml::parse_documents(config).is_err() {
-        return true;
+    match crate::talos::config::running_endpoint(config) {
+        Ok(found) => found.is_some_and(|e| e.starts_with(endpoint)),
+        Err(_) => true,
     }
-    crate::talos::config::running_endpoint(config).is_some_and(|e| e.starts_with(endpoint))
 }
 
 /// Deletes every load balancer hct made for `cluster`.

@@ -16,7 +16,7 @@ use crate::network_plan::NetworkPlan;
 use crate::secret::Secret;
 use crate::talos::api::{AdminCredentials, Trust};
 use crate::talos::client_config::{self, ApiCredentials};
-use crate::talos::config::{ConfigError, Contract, inline_manifests_patch};
+use crate::talos::config::ConfigError;
 use crate::talos::release::{KubernetesVersion, TalosVersion};
 use crate::talos::{JoinSecrets, MachineConfig, NodeConfigInput, NodeSecrets, Role, Secrets};
 
@@ -120,13 +120,8 @@ impl ClusterSettings {
             role,
             node_labels: traits.node_labels.clone(),
             node_taints: traits.node_taints.clone(),
-            config_patches: inline_manifests_patch(
-                Contract::of(&self.talos_version)?,
-                &traits.inline_manifests,
-            )
-            .into_iter()
-            .chain(traits.config_patches.iter().cloned())
-            .collect(),
+            inline_manifests: traits.inline_manifests.clone(),
+            config_patches: traits.config_patches.clone(),
             interface: None,
             ip: Some(ip),
         };

@@ -33,6 +33,7 @@ fn nine_nodes() -> Vec<NodeConfigInput> {
                 role: *role,
                 node_labels: Default::default(),
                 node_taints: Default::default(),
+                inline_manifests: Vec::new(),
                 config_patches: vec![
                     "machine:\n  sysctls:\n    vm.max_map_count: \"262144\"\n".into(),
                 ],

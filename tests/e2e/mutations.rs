@@ -492,6 +492,7 @@ fn hct_config(
         role,
         node_labels: Default::default(),
         node_taints: Default::default(),
+        inline_manifests: Vec::new(),
         config_patches: Vec::new(),
         interface: None,
         ip: None,

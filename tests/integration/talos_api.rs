@@ -86,6 +86,7 @@ fn generated(plan: &NetworkPlan, secrets: &Secrets, hostname: &str, role: Role) 
         role,
         node_labels: BTreeMap::new(),
         node_taints: BTreeMap::new(),
+        inline_manifests: Vec::new(),
         config_patches: Vec::new(),
         interface: None,
         ip: None,

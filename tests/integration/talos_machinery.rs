@@ -130,6 +130,7 @@ fn input(talos_version: &str, role: Role, patch: Patch) -> NodeConfigInput {
         role,
         node_labels: BTreeMap::from([("topology.example.com/rack".into(), "r1".into())]),
         node_taints: BTreeMap::new(),
+        inline_manifests: Vec::new(),
         config_patches: patch.config_patches(talos_version),
         interface: None,
         ip: None,
@@ -419,5 +420,136 @@ fn v1_14_configs_pass_talos_v1_14() {
                 verdict.label
             );
         }
+    }
+}
+
+/// Old-form settings users write in `config_patches`: wherever Talos v1.14
+/// refuses one beside hct's v1.14 documents, hct refuses the patch first
+/// (when it makes the config, at plan time), so no apply finds out on the
+/// node. Each field is written straight into hct's config for Talos' own
+/// validator, and given to hct as a patch.
+#[test]
+fn hct_refuses_every_old_form_patch_talos_v1_14_refuses() {
+    let Some(release) = peers::peers().talos_release_of_minor_or_skip("v1.14") else {
+        return;
+    };
+    let fields: &[(&str, &str)] = &[
+        (
+            "machine.kubelet.nodeIP",
+            "machine:\n  kubelet:\n    nodeIP:\n      validSubnets: [10.0.128.0/24]\n",
+        ),
+        (
+            "machine.kubelet.extraArgs",
+            "machine:\n  kubelet:\n    extraArgs:\n      max-pods: \"150\"\n",
+        ),
+        (
+            "machine.nodeLabels",
+            "machine:\n  nodeLabels:\n    rack: r1\n",
+        ),
+        (
+            "machine.nodeTaints",
+            "machine:\n  nodeTaints:\n    dedicated: db:NoSchedule\n",
+        ),
+        (
+            "machine.network.nameservers",
+            "machine:\n  network:\n    nameservers: [10.0.0.53]\n",
+        ),
+        (
+            "machine.network.searchDomains",
+            "machine:\n  network:\n    searchDomains: [example.internal]\n",
+        ),
+        (
+            "machine.features.kubePrism",
+            "machine:\n  features:\n    kubePrism:\n      enabled: true\n      port: 7445\n",
+        ),
+        (
+            "machine.install",
+            "machine:\n  install:\n    disk: /dev/sda\n",
+        ),
+        (
+            "cluster.network",
+            "cluster:\n  network:\n    dnsDomain: cluster.local\n",
+        ),
+        (
+            "cluster.apiServer",
+            "cluster:\n  apiServer:\n    certSANs: [api.example.internal]\n",
+        ),
+        (
+            "cluster.controllerManager",
+            "cluster:\n  controllerManager:\n    extraArgs:\n      v: \"2\"\n",
+        ),
+        ("cluster.proxy", "cluster:\n  proxy:\n    disabled: false\n"),
+        (
+            "cluster.coreDNS",
+            "cluster:\n  coreDNS:\n    disabled: true\n",
+        ),
+        (
+            "cluster.discovery",
+            "cluster:\n  discovery:\n    enabled: true\n",
+        ),
+        (
+            "cluster.allowSchedulingOnControlPlanes",
+            "cluster:\n  allowSchedulingOnControlPlanes: true\n",
+        ),
+    ];
+    let plan = plan();
+    let base = hct::talos::generate(
+        &input(&release, Role::ControlPlane, Patch::None),
+        &plan,
+        secrets(),
+    )
+    .unwrap()
+    .into_string();
+    let mut configs = Vec::new();
+    for (field, patch) in fields {
+        // Into the v1alpha1 document (the first) as Talos would load it.
+        let (main, rest) = base.split_once("\n---\n").unwrap();
+        let mut main: serde_yaml_ng::Value = serde_yaml_ng::from_str(main).unwrap();
+        let extra: serde_yaml_ng::Value = serde_yaml_ng::from_str(patch).unwrap();
+        merge(&mut main, extra);
+        configs.push(Config {
+            label: field.replace('.', "-"),
+            text: format!("{}---\n{rest}", serde_yaml_ng::to_string(&main).unwrap()),
+        });
+        let mut patched = input(&release, Role::ControlPlane, Patch::None);
+        patched.config_patches = vec![(*patch).to_string()];
+        let error = hct::talos::generate(&patched, &plan, secrets())
+            .err()
+            .unwrap_or_else(|| panic!("{field}: hct took a patch Talos v1.14 refuses"));
+        // Named as the field, or the section it is in (`machine.kubelet`).
+        let error = error.to_string();
+        let named = error
+            .split_once("document and ")
+            .and_then(|(_, rest)| rest.split_once(':'))
+            .map(|(named, _)| named);
+        assert!(
+            named.is_some_and(|named| field.starts_with(named)),
+            "{field}: {error}"
+        );
+    }
+    for verdict in check(&release, &configs) {
+        assert!(
+            !verdict.valid(),
+            "{}: Talos takes it, so hct need not refuse it\n{}",
+            verdict.label,
+            verdict.describe()
+        );
+    }
+}
+
+/// Maps merge, anything else is replaced.
+fn merge(into: &mut serde_yaml_ng::Value, from: serde_yaml_ng::Value) {
+    match (into, from) {
+        (serde_yaml_ng::Value::Mapping(into), serde_yaml_ng::Value::Mapping(from)) => {
+            for (key, value) in from {
+                match into.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        into.insert(key, value);
+                    }
+                }
+            }
+        }
+        (into, from) => *into = from,
     }
 }

@@ -43,6 +43,7 @@ fn machine_config(
         role,
         node_labels: BTreeMap::new(),
         node_taints: BTreeMap::new(),
+        inline_manifests: Vec::new(),
         config_patches: Vec::new(),
         interface: None,
         ip: None,

@@ -222,8 +222,9 @@ pub fn settings_changes(
             .at(at("talos_version")),
         );
     }
-    // Forward one minor release at a time, as Talos' upgrade guide has it
-    // (each line's machine config contract moves from the one before).
+    // Forward one minor release at a time: hct's rule (Talos' installer
+    // takes some longer jumps), so that each config contract step is
+    // converged, and checked, before the next.
     if let (Some(Ok(running)), Some(Ok(wanted))) = &releases
         && let ((1, from), (1, to)) = (running.line(), wanted.line())
         && to > from + 1
@@ -232,7 +233,9 @@ pub fn settings_changes(
             Diagnostic::error(
                 "Talos upgrades one minor release at a time",
                 format!(
-                    "The nodes run Talos {running}; {wanted} is {} minor releases ahead. Set                      talos_version to the newest v1.{}.x release and apply, then go on to                      {wanted} (each step converges every node before the next).",
+                    "The nodes run Talos {running}; {wanted} is {} minor releases ahead. Set \
+                     talos_version to the newest v1.{}.x release and apply, then go on to \
+                     {wanted} (each step converges every node before the next).",
                     to - from,
                     from + 1
                 ),
@@ -369,6 +372,51 @@ mod tests {
 
     fn with_secrets(text: Option<&str>) -> Value {
         Value::object([("machine_secrets", Value::from(text.map(str::to_string)))])
+    }
+
+    fn talos(version: &str) -> Value {
+        Value::object([("talos_version", Value::from(version.to_string()))])
+    }
+
+    fn talos_change(from: &str, to: &str) -> Vec<Diagnostic> {
+        let mut plan = Plan {
+            planned: Value::Null,
+            requires_replace: Vec::new(),
+            private: Vec::new(),
+            diagnostics: crate::tf::Diagnostics::new(),
+        };
+        settings_changes(&talos(from), &talos(to), None, &mut plan);
+        plan.diagnostics.0
+    }
+
+    /// Talos moves forward a minor release per apply: v1.12 to v1.14 is
+    /// refused with the way, v1.13 to v1.14 (any patch) is not.
+    #[test]
+    fn talos_moves_one_minor_release_per_apply() {
+        let refused = talos_change("v1.12.6", "v1.14.0");
+        let d = refused
+            .iter()
+            .find(|d| d.summary == "Talos upgrades one minor release at a time")
+            .expect("refused");
+        assert_eq!(
+            d.detail,
+            "The nodes run Talos v1.12.6; v1.14.0 is 2 minor releases ahead. Set talos_version \
+             to the newest v1.13.x release and apply, then go on to v1.14.0 (each step \
+             converges every node before the next)."
+        );
+        assert_eq!(d.path, Some(attr("talos_version")));
+        for (from, to) in [
+            ("v1.13.0", "v1.14.0"),
+            ("v1.13.9", "v1.14.2"),
+            ("v1.14.0", "v1.14.0"),
+        ] {
+            assert!(
+                !talos_change(from, to)
+                    .iter()
+                    .any(|d| d.summary.contains("minor release")),
+                "{from} → {to}"
+            );
+        }
     }
 
     #[test]

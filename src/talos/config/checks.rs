@@ -21,6 +21,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use ipnet::IpNet;
 use serde_json::Value;
 
+use super::documents::{all_of as kind, kind_of, v1alpha1};
 use super::input::{Node, Role};
 use super::install;
 use super::known_keys;
@@ -48,16 +49,6 @@ fn violation(setting: &str, problem: String, fix: &str) -> Violation {
         problem,
         fix: fix.to_string(),
     }
-}
-
-fn v1alpha1(documents: &[Value]) -> Option<&Value> {
-    documents.iter().find(|d| d.get("kind").is_none())
-}
-
-fn kind<'a>(documents: &'a [Value], kind: &str) -> impl Iterator<Item = &'a Value> {
-    documents
-        .iter()
-        .filter(move |d| d.get("kind").and_then(Value::as_str) == Some(kind))
 }
 
 fn strings(value: Option<&Value>) -> Vec<String> {
@@ -112,10 +103,7 @@ fn planned_ips(plan: &NetworkPlan, node: &Node) -> Vec<Ipv4Addr> {
 pub(crate) fn check(documents: &[Value], node: &Node, plan: &NetworkPlan) -> Option<Violation> {
     for document in documents {
         if let Some(path) = known_keys::first_unknown(document, &node.talos) {
-            let kind = document
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or("v1alpha1");
+            let kind = kind_of(document);
             return Some(violation(
                 &format!("{kind} document, key {path}"),
                 format!(
@@ -214,14 +202,13 @@ fn addresses(
 }
 
 fn endpoint(main: &Value, documents: &[Value], plan: &NetworkPlan) -> Option<Violation> {
-    let name = setting(
+    let (found, name) = setting(
         documents,
         main,
         ("KubeClusterConfig", "/endpoint"),
         "/cluster/controlPlane/endpoint",
-    )
-    .1;
-    let found = multidoc_v1_14::endpoint(documents).unwrap_or_default();
+    );
+    let found = found.and_then(Value::as_str).unwrap_or_default();
     let wanted = plan.cluster_endpoint();
     (found != wanted).then(|| {
         violation(

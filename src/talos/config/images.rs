@@ -9,6 +9,8 @@
 
 use serde_json::{Value, json};
 
+use super::documents::{of_kind_mut, v1alpha1, v1alpha1_mut};
+use super::multidoc_v1_14::setting;
 use super::{ConfigError, MachineConfig};
 use crate::talos::release::KubernetesVersion;
 use crate::talos::yaml;
@@ -32,21 +34,11 @@ pub type Place = (&'static str, &'static str);
 /// disabled the config names it).
 const PROXY: (&str, Place) = ("kube-proxy", ("proxy", "KubeProxyConfig"));
 
-fn of_kind<'a>(documents: &'a [Value], kind: &str) -> Option<&'a Value> {
-    documents
-        .iter()
-        .find(|d| d.get("kind").and_then(Value::as_str) == Some(kind))
-}
-
 /// The image at `(section, kind)`: the document's when the config has it.
 fn image_at(documents: &[Value], (section, kind): Place) -> Option<String> {
-    let found = match of_kind(documents, kind) {
-        Some(document) => document.get("image"),
-        None => documents
-            .iter()
-            .find(|d| d.get("kind").is_none())?
-            .pointer(&format!("/cluster/{section}/image")),
-    };
+    let main = v1alpha1(documents)?;
+    let legacy = format!("/cluster/{section}/image");
+    let (found, _) = setting(documents, main, (kind, "/image"), &legacy);
     found.and_then(Value::as_str).map(str::to_string)
 }
 
@@ -73,7 +65,7 @@ impl RunningImages {
     pub fn of(config: &str) -> Result<Self, ConfigError> {
         let documents =
             yaml::parse_documents(config).map_err(|e| ConfigError::RunningConfig(e.to_string()))?;
-        let Some(main) = documents.iter().find(|d| d.get("kind").is_none()) else {
+        let Some(main) = v1alpha1(&documents) else {
             return Ok(Self::default());
         };
         let control_plane =
@@ -85,10 +77,12 @@ impl RunningImages {
                     .map(|(component, place)| (component.to_string(), image_at(&documents, *place)))
                     .collect()
             };
-        let kubelet = match of_kind(&documents, "KubeletConfig") {
-            Some(document) => document.get("image"),
-            None => main.pointer("/machine/kubelet/image"),
-        };
+        let (kubelet, _) = setting(
+            &documents,
+            main,
+            ("KubeletConfig", "/image"),
+            "/machine/kubelet/image",
+        );
         Ok(Self {
             control_plane,
             kubelet: kubelet.and_then(Value::as_str).map(str::to_string),
@@ -137,16 +131,11 @@ pub fn with_control_plane_images(
         yaml::parse_documents(config).map_err(|e| ConfigError::RunningConfig(e.to_string()))?;
     for (component, (section, kind)) in CONTROL_PLANE_COMPONENTS.iter().chain([&PROXY]) {
         let image = json!(control_plane_image(component, kubernetes));
-        if let Some(document) = documents
-            .iter_mut()
-            .find(|d| d.get("kind").and_then(Value::as_str) == Some(*kind))
-        {
+        if let Some(document) = of_kind_mut(&mut documents, kind) {
             document["image"] = image;
             continue;
         }
-        let main = documents
-            .iter_mut()
-            .find(|d| d.get("kind").is_none())
+        let main = v1alpha1_mut(&mut documents)
             .ok_or_else(|| ConfigError::RunningConfig("no v1alpha1 document".into()))?;
         if !main["cluster"].is_object() {
             return Err(ConfigError::RunningConfig("no cluster section".into()));

@@ -28,7 +28,7 @@ pub enum Role {
 }
 
 /// One node's settings; `None` takes the documented default. Debug output
-/// leaves out the patches, which may carry credentials.
+/// leaves out the patches and manifests, which may carry credentials.
 #[derive(Clone, PartialEq, Eq)]
 pub struct NodeConfigInput {
     pub cluster_name: String,
@@ -47,6 +47,10 @@ pub struct NodeConfigInput {
     pub node_labels: BTreeMap<String, String>,
     /// Talos' form: `key: "value:Effect"` or `key: "Effect"`.
     pub node_taints: BTreeMap<String, String>,
+    /// Manifests Talos applies at bootstrap (name, multi-document YAML),
+    /// control planes only: `cluster.inlineManifests`, or from Talos v1.14
+    /// one `KubeInlineManifestConfig` document each.
+    pub inline_manifests: Vec<(String, String)>,
     /// YAML strategic merge patches or JSON6902 patch lists, applied in
     /// order after hct's settings.
     pub config_patches: Vec<String>,
@@ -70,6 +74,10 @@ impl fmt::Debug for NodeConfigInput {
             .field("role", &self.role)
             .field("node_labels", &self.node_labels)
             .field("node_taints", &self.node_taints)
+            .field(
+                "inline_manifests",
+                &format_args!("<{} redacted>", self.inline_manifests.len()),
+            )
             .field(
                 "config_patches",
                 &format_args!("<{} redacted>", self.config_patches.len()),

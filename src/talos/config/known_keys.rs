@@ -116,10 +116,7 @@ fn for_release(talos: &TalosVersion) -> &'static Release {
 /// The first key of `document` that Talos `talos` does not know, as a
 /// path (`machine.kubelet.nodeIp`), if any.
 pub(crate) fn first_unknown(document: &Value, talos: &TalosVersion) -> Option<String> {
-    let kind = document
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("v1alpha1");
+    let kind = super::documents::kind_of(document);
     for_release(talos).get(kind)?.first_unknown(document, "")
 }
 

@@ -23,6 +23,7 @@
 mod checks;
 mod cluster;
 mod contract;
+mod documents;
 mod fingerprint;
 mod images;
 mod input;
@@ -30,6 +31,7 @@ mod install;
 mod known_keys;
 mod labels;
 mod machine;
+mod manifests;
 mod multidoc_v1_14;
 mod network;
 mod patch;
@@ -150,13 +152,15 @@ pub fn generate<'a>(
         "cluster": cluster::section(&node, plan, &join, control_plane),
     });
     let moved = if node.contract.kubernetes_documents() {
-        multidoc_v1_14::split(&mut main, node.role)
+        multidoc_v1_14::split(&mut main, node.role, plan.pod_cidr_mask_size())
     } else {
         Vec::new()
     };
+    manifests::into_main(&mut main, &node, &input.inline_manifests)?;
     let mut documents = vec![main];
     documents.extend(moved);
     documents.extend(network::documents(&node, plan));
+    documents.extend(manifests::documents(&node, &input.inline_manifests));
     for (index, text) in input.config_patches.iter().enumerate() {
         patch::apply(&mut documents, text, node.contract)
             .map_err(|error| ConfigError::Patch { index, error })?;
@@ -168,35 +172,12 @@ pub fn generate<'a>(
 }
 
 /// The control-plane endpoint a node's running config names
-/// (`cluster.controlPlane.endpoint`, or `KubeClusterConfig` from v1.14);
-/// None when the config cannot be read or names none.
-pub fn running_endpoint(config: &str) -> Option<String> {
-    let documents = yaml::parse_documents(config).ok()?;
-    multidoc_v1_14::endpoint(&documents).map(str::to_string)
-}
-
-/// The patch that gives a control plane the bootstrap manifests, before
-/// the user's patches: `cluster.inlineManifests`, or from Talos v1.14 one
-/// `KubeInlineManifestConfig` document each. None without manifests.
-pub fn inline_manifests_patch(
-    contract: Contract,
-    manifests: &[(String, String)],
-) -> Option<String> {
-    if manifests.is_empty() {
-        return None;
-    }
-    if contract.kubernetes_documents() {
-        let documents: Vec<serde_json::Value> = manifests
-            .iter()
-            .map(|(name, contents)| multidoc_v1_14::inline_manifest(name, contents))
-            .collect();
-        return Some(yaml::to_string(&documents));
-    }
-    let list: Vec<serde_json::Value> = manifests
-        .iter()
-        .map(|(name, contents)| json!({"name": name, "contents": contents}))
-        .collect();
-    Some(json!({"cluster": {"inlineManifests": list}}).to_string())
+/// (`cluster.controlPlane.endpoint`, or `KubeClusterConfig` from v1.14), if
+/// any; an error when the config is not YAML.
+pub fn running_endpoint(config: &str) -> Result<Option<String>, ConfigError> {
+    let documents =
+        yaml::parse_documents(config).map_err(|e| ConfigError::RunningConfig(e.to_string()))?;
+    Ok(multidoc_v1_14::endpoint(&documents).map(str::to_string))
 }
 
 #[cfg(test)]

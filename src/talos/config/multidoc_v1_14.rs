@@ -25,6 +25,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
+use super::documents::{of_kind, v1alpha1};
 use super::input::Role;
 
 /// The label and taint Talos gives a control plane; from v1.14 they are
@@ -69,11 +70,16 @@ fn pem(value: Option<&Value>) -> Option<String> {
 /// Moves what v1.14 deprecates out of `main` (hct's v1alpha1 document) and
 /// returns the documents that now hold it, in the order Talos' generator
 /// writes them.
-pub(crate) fn split(main: &mut Value, role: Role) -> Vec<Value> {
+///
+/// `pod_mask` is the plan's per-node pod CIDR mask: every node's
+/// `KubeNetworkConfig` names it (Talos checks the pod subnet against it on
+/// workers too, where v1alpha1 had it only in the controller manager's
+/// arguments).
+pub(crate) fn split(main: &mut Value, role: Role, pod_mask: u8) -> Vec<Value> {
     let mut out = discovery(main);
     out.extend(host_dns(main));
     out.extend(install(main));
-    out.extend(kubernetes(main, role));
+    out.extend(kubernetes(main, role, pod_mask));
     out
 }
 
@@ -123,7 +129,7 @@ fn host_dns(main: &mut Value) -> Option<Value> {
     Some(document("ResolverConfig", json!({"hostDNS": host_dns})))
 }
 
-fn kubernetes(main: &mut Value, role: Role) -> Vec<Value> {
+fn kubernetes(main: &mut Value, role: Role, pod_mask: u8) -> Vec<Value> {
     let mut out = Vec::new();
     let name = take(main, &["cluster"], "clusterName");
     let endpoint = take(main, &["cluster", "controlPlane"], "endpoint");
@@ -135,7 +141,8 @@ fn kubernetes(main: &mut Value, role: Role) -> Vec<Value> {
     }
     out.push(node(main, role));
     out.extend(kubelet(main));
-    let mask = take(
+    // The controller manager takes the mask from KubeNetworkConfig.
+    take(
         main,
         &["cluster", "controllerManager", "extraArgs"],
         "node-cidr-mask-size-ipv4",
@@ -145,12 +152,7 @@ fn kubernetes(main: &mut Value, role: Role) -> Vec<Value> {
             // CNI `none`: from v1.14 only a KubeFlannelCNIConfig document
             // deploys Flannel.
             fields.remove("cni");
-            if let Some(mask) = mask.as_ref().and_then(Value::as_str) {
-                fields.insert(
-                    "nodeCIDRMaskSizeIPv4".into(),
-                    json!(mask.parse::<u8>().unwrap_or(24)),
-                );
-            }
+            fields.insert("nodeCIDRMaskSizeIPv4".into(), json!(pod_mask));
         }
         out.push(document("KubeNetworkConfig", network));
     }
@@ -341,7 +343,15 @@ pub(crate) const REPLACED: &[(&str, &[&str])] = &[
         "DiscoveryIdentityConfig",
         &["/cluster/id", "/cluster/secret"],
     ),
-    ("ResolverConfig", &["/machine/features/hostDNS"]),
+    (
+        "ResolverConfig",
+        &[
+            "/machine/features/hostDNS",
+            "/machine/network/nameservers",
+            "/machine/network/searchDomains",
+            "/machine/network/disableSearchDomain",
+        ],
+    ),
     ("UnattendedInstallConfig", &["/machine/install"]),
     (
         "KubeClusterConfig",
@@ -357,6 +367,7 @@ pub(crate) const REPLACED: &[(&str, &[&str])] = &[
             "/machine/nodeAnnotations",
             "/machine/nodeTaints",
             "/cluster/allowSchedulingOnControlPlanes",
+            "/cluster/allowSchedulingOnMasters",
         ],
     ),
     ("KubeletConfig", &["/machine/kubelet"]),
@@ -407,16 +418,9 @@ pub(crate) const REPLACED: &[(&str, &[&str])] = &[
 /// The first document of `documents` set together with a v1alpha1 field it
 /// replaces: (kind, the field as a dotted path).
 pub(crate) fn conflict(documents: &[Value]) -> Option<(&'static str, String)> {
-    let main = documents.iter().find(|d| d.get("kind").is_none())?;
-    let present = |kind: &str| {
-        documents
-            .iter()
-            .any(|d| d.get("kind").and_then(Value::as_str) == Some(kind))
-    };
+    let main = v1alpha1(documents)?;
     REPLACED.iter().find_map(|(kind, fields)| {
-        if !present(kind) {
-            return None;
-        }
+        of_kind(documents, kind)?;
         let field = fields.iter().find(|f| main.pointer(f).is_some())?;
         Some((*kind, field[1..].replace('/', ".")))
     })
@@ -431,10 +435,7 @@ pub(crate) fn setting<'a>(
     (kind, in_document): (&str, &str),
     legacy: &str,
 ) -> (Option<&'a Value>, String) {
-    let document = documents
-        .iter()
-        .find(|d| d.get("kind").and_then(Value::as_str) == Some(kind));
-    match document {
+    match of_kind(documents, kind) {
         Some(document) => (
             document.pointer(in_document),
             format!("{kind}{}", in_document.replace('/', ".")),
@@ -445,7 +446,7 @@ pub(crate) fn setting<'a>(
 
 /// The control-plane endpoint a config names, in either form.
 pub(crate) fn endpoint(documents: &[Value]) -> Option<&str> {
-    let main = documents.iter().find(|d| d.get("kind").is_none())?;
+    let main = v1alpha1(documents)?;
     setting(
         documents,
         main,

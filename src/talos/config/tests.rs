@@ -26,6 +26,7 @@ fn input(talos_version: &str, role: Role) -> NodeConfigInput {
         role,
         node_labels: BTreeMap::new(),
         node_taints: BTreeMap::new(),
+        inline_manifests: Vec::new(),
         config_patches: Vec::new(),
         interface: None,
         ip: None,

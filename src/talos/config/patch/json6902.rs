@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::PatchError;
 
 pub(super) fn apply(documents: &mut [Value], operations: &[Value]) -> Result<(), PatchError> {
-    let Some(document) = documents.iter_mut().find(|d| d.get("kind").is_none()) else {
+    let Some(document) = super::super::documents::v1alpha1_mut(documents) else {
         return Err(PatchError::Unrecognised(
             "there is no v1alpha1 document to patch",
         ));

@@ -19,6 +19,9 @@ const REPLACED: &[(Kind<'static>, &[&str])] = &[
     ("KubeCredentialProviderConfig", &["configuration"]),
     ("KubeStaticPodConfig", &["pod"]),
     ("CRIBaseRuntimeSpecConfig", &["overrides"]),
+    ("BGPInstanceConfig", &["advertise"]),
+    ("BGPInstanceConfig", &["importRoutes"]),
+    ("BGPInstanceConfig", &["neighbors"]),
 ];
 
 /// Lists whose items merge with the item that has the same key field (the

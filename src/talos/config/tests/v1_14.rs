@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::{decoded, document, documents, input, kinds};
 use crate::talos::config::multidoc_v1_14::conflict;
-use crate::talos::config::{Contract, Role, generate, inline_manifests_patch};
+use crate::talos::config::{Role, generate};
 use crate::talos::testing::{self, reference_plan};
 
 #[test]
@@ -158,16 +158,61 @@ fn v1_14_worker_has_no_key_and_accepts_the_kubernetes_ca() {
 fn bootstrap_manifests_are_documents_from_v1_14() {
     let manifests = vec![("cilium".to_string(), "kind: Namespace\n".to_string())];
     let mut node = input("v1.14.0", Role::ControlPlane);
-    node.config_patches = inline_manifests_patch(Contract::V1_14, &manifests)
-        .into_iter()
-        .collect();
+    node.inline_manifests = manifests.clone();
     let docs = documents(&node);
     let manifest = document(&docs, "KubeInlineManifestConfig");
     assert_eq!(manifest["name"], "cilium");
     assert_eq!(manifest["manifest"], "kind: Namespace\n");
     assert!(docs[0]["cluster"].get("inlineManifests").is_none());
-    let old = inline_manifests_patch(Contract::V1_13, &manifests).unwrap();
-    assert!(old.contains("inlineManifests"));
+    let mut old = input("v1.13.9", Role::ControlPlane);
+    old.inline_manifests = manifests;
+    let docs = documents(&old);
+    assert_eq!(
+        docs[0]["cluster"]["inlineManifests"],
+        json!([{"name": "cilium", "contents": "kind: Namespace\n"}])
+    );
+    assert!(!kinds(&docs).contains(&"KubeInlineManifestConfig"));
+    // Workers carry none, in either form.
+    let mut worker = input("v1.14.0", Role::Worker);
+    worker.inline_manifests = vec![("cilium".into(), "kind: Namespace\n".into())];
+    assert!(!kinds(&documents(&worker)).contains(&"KubeInlineManifestConfig"));
+}
+
+/// Talos v1.14 names inline manifests with DNS-1123 subdomains; v1.13 took
+/// any name. Refused when the config is made (at plan), naming the fix.
+#[test]
+fn v1_14_manifest_names_must_be_dns_subdomains() {
+    let mut node = input("v1.14.0", Role::ControlPlane);
+    node.inline_manifests = vec![("Cilium_CNI".into(), "kind: Namespace\n".into())];
+    let error = generate(&node, &reference_plan(), testing::fixture_secrets())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("bootstrap_manifests")
+            && error.contains("\"Cilium_CNI\"")
+            && error.contains("DNS-1123"),
+        "{error}"
+    );
+    node.talos_version = "v1.13.9".parse().unwrap();
+    assert!(generate(&node, &reference_plan(), testing::fixture_secrets()).is_ok());
+}
+
+/// Every node names the plan's per-node mask in KubeNetworkConfig (Talos
+/// checks the pod subnet against it on workers too).
+#[test]
+fn every_node_names_the_plans_pod_mask() {
+    let mut input_26 = testing::reference_input();
+    input_26.pod_cidr_mask_size = Some(26);
+    let plan = testing::plan_of(&input_26);
+    for role in [Role::ControlPlane, Role::Worker] {
+        let config = generate(&input("v1.14.0", role), &plan, testing::fixture_secrets()).unwrap();
+        let docs = crate::talos::yaml::parse_documents(config.as_str()).unwrap();
+        assert_eq!(
+            document(&docs, "KubeNetworkConfig")["nodeCIDRMaskSizeIPv4"],
+            26,
+            "{role:?}"
+        );
+    }
 }
 
 /// A user patch in the old form beside hct's new documents is what Talos
@@ -189,6 +234,21 @@ fn a_patch_in_the_replaced_form_is_refused_with_the_fix() {
             r#"{"cluster": {"controlPlane": {"endpoint": "https://10.0.1.2:6443"}}}"#,
             "KubeClusterConfig",
             "cluster.controlPlane.endpoint",
+        ),
+        (
+            r#"{"machine": {"network": {"nameservers": ["10.0.0.53"]}}}"#,
+            "ResolverConfig",
+            "machine.network.nameservers",
+        ),
+        (
+            r#"{"machine": {"network": {"searchDomains": ["example.internal"]}}}"#,
+            "ResolverConfig",
+            "machine.network.searchDomains",
+        ),
+        (
+            r#"{"cluster": {"allowSchedulingOnControlPlanes": true}}"#,
+            "KubeNodeConfig",
+            "cluster.allowSchedulingOnControlPlanes",
         ),
     ] {
         let mut node = input("v1.14.0", Role::ControlPlane);
