@@ -1,7 +1,7 @@
 //! Firewalls and Primary IPs over HTTP, in the shapes Hetzner's clients
 //! send: nested `apply_to`/`remove_from` resources, `firewalls` and
 //! `public_net.ipv4` in `POST /servers`, the actions they answer with, and
-//! the errors of each operation.
+//! the errors of each operation; finding a Primary IP by its address.
 
 use crate::common;
 
@@ -181,4 +181,31 @@ async fn a_primary_ip_is_created_alone_used_by_a_server_and_outlives_it() {
     assert_eq!(listed["primary_ips"][0]["assignee_id"], json!(null));
     let (status, _) = call(&sim, Method::DELETE, &format!("/primary_ips/{ip}"), None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn an_ipv6_primary_ip_is_found_by_the_address_of_its_network() {
+    let sim = sim().await;
+    let (status, created) = call(
+        &sim,
+        Method::POST,
+        "/primary_ips",
+        Some(json!({"name": "v6", "type": "ipv6", "location": "nbg1", "auto_delete": false})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["primary_ip"]["id"].as_i64().unwrap();
+    let network = created["primary_ip"]["ip"].as_str().unwrap().to_string();
+    let address = network.strip_suffix("/64").unwrap().to_string();
+    for wanted in [address.as_str(), network.as_str()] {
+        let (_, listed) = call(
+            &sim,
+            Method::GET,
+            &format!("/primary_ips?ip={}", wanted.replace('/', "%2F")),
+            None,
+        )
+        .await;
+        assert_eq!(listed["primary_ips"][0]["id"], id, "{wanted}: {listed}");
+        assert_eq!(listed["primary_ips"].as_array().map(Vec::len), Some(1));
+    }
 }
