@@ -184,7 +184,8 @@ impl World {
         Ok(self.start_apply_targets(id, targets, now))
     }
 
-    /// `remove_from_resources`: one `remove_firewall` action per target.
+    /// `remove_from_resources`: one `remove_firewall` action per target. A
+    /// server the firewall covers only through a label selector stays.
     pub fn remove_firewall(
         &mut self,
         id: Id,
@@ -197,6 +198,19 @@ impl World {
                 Target::Server(server) => firewall.servers.contains(server),
                 Target::LabelSelector(selector) => firewall.label_selectors.contains(selector),
             };
+            if let Target::Server(server) = target
+                && !applied
+                && self.firewall_servers(firewall).contains(server)
+            {
+                return Err(ApiError::operation(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "firewall_managed_by_label_selector",
+                    format!(
+                        "firewall {id} is applied to server {server} through a label selector \
+                         and cannot be removed from it"
+                    ),
+                ));
+            }
             if !applied {
                 return Err(ApiError::operation(
                     StatusCode::NOT_FOUND,

@@ -206,6 +206,17 @@ fn a_label_selector_covers_matching_public_servers_now_and_later() {
 
     let err = world.apply_firewall(fw, &selector, now).unwrap_err();
     assert_eq!(err.code(), "firewall_already_applied");
+    let err = world
+        .remove_firewall(fw, &[Target::Server(later)], now)
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), err.status().as_u16()),
+        ("firewall_managed_by_label_selector", 422)
+    );
+    let err = world
+        .remove_firewall(fw, &[Target::Server(db)], now)
+        .unwrap_err();
+    assert_eq!(err.code(), "firewall_resource_not_found");
     assert_eq!(
         world.delete_firewall(fw).unwrap_err().code(),
         "resource_in_use"
