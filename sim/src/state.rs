@@ -280,7 +280,7 @@ impl World {
                 .values()
                 .map(|p| p.to_api(self))
                 .collect::<Vec<_>>(),
-            "firewalls": self.firewalls.values().map(Firewall::to_api).collect::<Vec<_>>(),
+            "firewalls": self.firewalls.values().map(|f| f.to_api(self)).collect::<Vec<_>>(),
             "primary_ips": self.primary_ips.values().map(PrimaryIp::to_api).collect::<Vec<_>>(),
             "load_balancers": self
                 .load_balancers

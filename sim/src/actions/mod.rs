@@ -90,6 +90,17 @@ pub enum Completion {
         firewall: Id,
         server: Id,
     },
+    /// `apply_firewall` through a label selector: a failure takes the
+    /// selector off the firewall again.
+    FirewallSelectorApplied {
+        firewall: Id,
+        selector: String,
+    },
+    /// `remove_firewall` of a label selector: a failure puts it back.
+    FirewallSelectorRemoved {
+        firewall: Id,
+        selector: String,
+    },
     /// A load balancer's `attach_to_network`: a failure takes it off the
     /// network again.
     LoadBalancerAttached {

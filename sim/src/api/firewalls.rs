@@ -13,7 +13,8 @@ use crate::app::AppState;
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
 use crate::ids::Id;
-use crate::resources::firewalls::RuleSpec;
+use crate::labels::Selector;
+use crate::resources::firewalls::{RuleSpec, Target};
 use crate::state::World;
 
 pub fn routes() -> Router<AppState> {
@@ -52,30 +53,40 @@ fn rule_specs(body: &mut Body) -> Vec<RuleSpec> {
     specs
 }
 
-/// `apply_to` / `remove_from`: resources of type `server` (label selectors
-/// are not emulated).
-fn servers_of(body: &mut Body, field: &str) -> Vec<Id> {
-    let mut servers = Vec::new();
+/// `apply_to` / `remove_from`: servers and label selectors.
+fn targets_of(body: &mut Body, field: &str) -> Vec<Target> {
+    let mut targets = Vec::new();
     for mut item in body.nested_list(field) {
         let kind = item.required_str("type");
-        if kind == "server" {
-            if let Some(mut server) = item.nested("server") {
-                servers.push(server.required_id("id"));
-                item.absorb(server);
-            } else {
-                item.reject("server", "is required for type 'server'");
+        let nested = match kind.as_str() {
+            "server" | "label_selector" => item.nested(&kind),
+            "" => None,
+            _ => {
+                item.reject("type", "must be one of 'server', 'label_selector'");
+                None
             }
-        } else if kind == "label_selector" {
-            item.reject(
-                "label_selector",
-                "label selectors are not emulated by hct-sim",
-            );
-        } else if !kind.is_empty() {
-            item.reject("type", "must be one of 'server', 'label_selector'");
+        };
+        match (kind.as_str(), nested) {
+            ("server", Some(mut server)) => {
+                targets.push(Target::Server(server.required_id("id")));
+                item.absorb(server);
+            }
+            ("label_selector", Some(mut selector)) => {
+                let text = selector.required_str("selector");
+                match Selector::parse(&text) {
+                    Ok(_) => targets.push(Target::LabelSelector(text)),
+                    Err(e) => selector.reject("selector", &e.to_string()),
+                }
+                item.absorb(selector);
+            }
+            ("server" | "label_selector", None) => {
+                item.reject(&kind, &format!("is required for type '{kind}'"));
+            }
+            _ => {}
         }
         body.absorb(item);
     }
-    servers
+    targets
 }
 
 fn actions_json(world: &World, ids: &[Id], now: Timestamp) -> Result<Vec<Value>, ApiError> {
@@ -97,7 +108,7 @@ async fn list_firewalls(State(sim): State<AppState>, query: Query) -> Result<Res
         firewalls,
         &query,
         &["id", "name", "created"],
-        |f| f.to_api(),
+        |f| f.to_api(&world),
     )
 }
 
@@ -108,13 +119,13 @@ async fn create_firewall(
     let name = body.required_str("name");
     let labels = body.labels("labels").unwrap_or_default();
     let rules = rule_specs(&mut body);
-    let servers = servers_of(&mut body, "apply_to");
+    let targets = targets_of(&mut body, "apply_to");
     body.finish()?;
     let mut world = sim.world();
     let now = world.now;
-    let (id, actions) = world.create_firewall(name, labels, &rules, &servers, now)?;
+    let (id, actions) = world.create_firewall(name, labels, &rules, &targets, now)?;
     Ok(created(json!({
-        "firewall": world.firewall(id)?.to_api(),
+        "firewall": world.firewall(id)?.to_api(&world),
         "actions": actions_json(&world, &actions, now)?,
     })))
 }
@@ -124,7 +135,7 @@ async fn get_firewall(
     PathId(id): PathId,
 ) -> Result<Response, ApiError> {
     let world = sim.world();
-    Ok(ok(json!({"firewall": world.firewall(id)?.to_api()})))
+    Ok(ok(json!({"firewall": world.firewall(id)?.to_api(&world)})))
 }
 
 async fn update_firewall(
@@ -137,7 +148,7 @@ async fn update_firewall(
     body.finish()?;
     let mut world = sim.world();
     world.update_firewall(id, name, labels)?;
-    Ok(ok(json!({"firewall": world.firewall(id)?.to_api()})))
+    Ok(ok(json!({"firewall": world.firewall(id)?.to_api(&world)})))
 }
 
 async fn delete_firewall(
@@ -174,11 +185,11 @@ async fn apply_to_resources(
     PathId(id): PathId,
     mut body: Body,
 ) -> Result<Response, ApiError> {
-    let servers = servers_of(&mut body, "apply_to");
+    let targets = targets_of(&mut body, "apply_to");
     body.finish()?;
     let mut world = sim.world();
     let now = world.now;
-    let actions = world.apply_firewall(id, &servers, now)?;
+    let actions = world.apply_firewall(id, &targets, now)?;
     actions_answer(&world, &actions, now)
 }
 
@@ -187,10 +198,10 @@ async fn remove_from_resources(
     PathId(id): PathId,
     mut body: Body,
 ) -> Result<Response, ApiError> {
-    let servers = servers_of(&mut body, "remove_from");
+    let targets = targets_of(&mut body, "remove_from");
     body.finish()?;
     let mut world = sim.world();
     let now = world.now;
-    let actions = world.remove_firewall(id, &servers, now)?;
+    let actions = world.remove_firewall(id, &targets, now)?;
     actions_answer(&world, &actions, now)
 }

@@ -43,7 +43,7 @@ async fn list_primary_ips(State(sim): State<AppState>, query: Query) -> Result<R
         .primary_ips
         .values()
         .filter(|p| filter.keeps(Some(&p.name), &p.labels))
-        .filter(|p| ip.as_deref().is_none_or(|wanted| p.ip == wanted))
+        .filter(|p| ip.as_deref().is_none_or(|wanted| p.has_address(wanted)))
         .collect();
     list("primary_ips", ips, &query, &["id", "created"], |p| {
         p.to_api()

@@ -4,6 +4,7 @@
 
 use crate::actions::Completion;
 use crate::clock::Timestamp;
+use crate::resources::firewalls::Target;
 use crate::state::World;
 
 impl World {
@@ -14,6 +15,8 @@ impl World {
             | Completion::RouteAdded { .. }
             | Completion::FirewallApplied { .. }
             | Completion::FirewallRemoved { .. }
+            | Completion::FirewallSelectorApplied { .. }
+            | Completion::FirewallSelectorRemoved { .. }
             | Completion::LoadBalancerAttached { .. } => {}
             // servers/create.rs
             Completion::ServerCreated { server, starts } => self.server_created(server, starts),
@@ -70,10 +73,16 @@ impl World {
             } => self.discard_route(network, destination),
             // firewalls/apply.rs
             Completion::FirewallApplied { firewall, server } => {
-                self.discard_firewall_member(firewall, server)
+                self.discard_firewall_target(firewall, &Target::Server(server))
             }
             Completion::FirewallRemoved { firewall, server } => {
-                self.restore_firewall_member(firewall, server)
+                self.restore_firewall_target(firewall, Target::Server(server))
+            }
+            Completion::FirewallSelectorApplied { firewall, selector } => {
+                self.discard_firewall_target(firewall, &Target::LabelSelector(selector))
+            }
+            Completion::FirewallSelectorRemoved { firewall, selector } => {
+                self.restore_firewall_target(firewall, Target::LabelSelector(selector))
             }
         }
     }

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 
 use super::rules::checked_rules;
-use super::{Firewall, RuleSpec};
+use super::{Firewall, RuleSpec, Target};
 use crate::actions::{Completion, NewAction};
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
@@ -27,42 +27,32 @@ impl World {
     }
 
     /// `POST /firewalls`: the firewall and its actions (`set_firewall_rules`
-    /// if it has rules, one `apply_firewall` per server).
+    /// if it has rules, one `apply_firewall` per target of `apply_to`).
     pub fn create_firewall(
         &mut self,
         name: String,
         labels: Labels,
         rules: &[RuleSpec],
-        servers: &[Id],
+        targets: &[Target],
         now: Timestamp,
     ) -> Result<(Id, Vec<Id>), ApiError> {
         self.check_firewall_name(&name, None)?;
         let labels = checked_labels(labels)?;
         let rules = checked_rules(rules)?;
-        for (i, server) in servers.iter().enumerate() {
-            if servers[..i].contains(server) {
-                return Err(ApiError::operation(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "server_already_added",
-                    format!("server {server} is given more than once"),
-                ));
-            }
-            // On create, a missing server is a 422 (apply answers 404).
-            self.check_firewall_target(*server, StatusCode::UNPROCESSABLE_ENTITY)?;
-        }
         let id = self.next_id(Some(ResourceKind::Firewall));
-        let has_rules = !rules.is_empty();
-        self.firewalls.insert(
+        let firewall = Firewall {
             id,
-            Firewall {
-                id,
-                name,
-                labels,
-                created: now,
-                rules,
-                servers: Vec::new(),
-            },
-        );
+            name,
+            labels,
+            created: now,
+            rules,
+            servers: Vec::new(),
+            label_selectors: Vec::new(),
+        };
+        // On create, a missing server is a 422 (apply answers 404).
+        self.check_new_targets(&firewall, targets, StatusCode::UNPROCESSABLE_ENTITY)?;
+        let has_rules = !firewall.rules.is_empty();
+        self.firewalls.insert(id, firewall);
         let mut actions = Vec::new();
         if has_rules {
             actions.push(self.start_action(
@@ -74,9 +64,7 @@ impl World {
                 now,
             ));
         }
-        for server in servers {
-            actions.push(self.start_apply_firewall(id, *server, now));
-        }
+        actions.extend(self.start_apply_targets(id, targets, now));
         Ok((id, actions))
     }
 
@@ -115,7 +103,7 @@ impl World {
         self.ensure_unlocked(ResourceRef::firewall(id))?;
         let firewall = self.firewall_mut(id)?;
         firewall.rules = rules;
-        let servers = firewall.servers.clone();
+        let servers = self.firewall_servers(self.firewall(id)?);
         let mut actions = vec![self.start_action(
             NewAction::on(
                 "set_firewall_rules",
@@ -125,25 +113,24 @@ impl World {
             now,
         )];
         for server in servers {
-            let mut apply = NewAction::on(
+            actions.push(self.start_firewall_action(
                 "apply_firewall",
-                ResourceRef::firewall(id),
+                id,
+                &[server],
                 Completion::Nothing,
-            )
-            .also(ResourceRef::server(server));
-            apply.locks.clear();
-            actions.push(self.start_action(apply, now));
+                now,
+            ));
         }
         Ok(actions)
     }
 
-    /// A firewall applied to servers is in use and stays.
+    /// A firewall applied to servers or label selectors is in use and stays.
     pub fn delete_firewall(&mut self, id: Id) -> Result<(), ApiError> {
         let firewall = self.firewall(id)?;
-        if !firewall.servers.is_empty() {
+        let applied = firewall.servers.len() + firewall.label_selectors.len();
+        if applied > 0 {
             return Err(ApiError::ResourceInUse(format!(
-                "firewall with ID {id} is still applied to {} resource(s)",
-                firewall.servers.len()
+                "firewall with ID {id} is still applied to {applied} resource(s)"
             )));
         }
         self.ensure_unlocked(ResourceRef::firewall(id))?;

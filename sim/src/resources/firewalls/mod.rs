@@ -4,8 +4,9 @@
 //!
 //! - `rules`: checking the rules of a request;
 //! - `create`: creating, renaming or relabelling, setting rules, deleting;
-//! - `apply`: applying to and removing from servers, and what a failed
-//!   `apply_firewall` or `remove_firewall` action undoes;
+//! - `apply`: applying to and removing from servers, directly or through
+//!   label selectors, and what a failed `apply_firewall` or
+//!   `remove_firewall` action undoes;
 //! - `view`: the firewall as the API shows it.
 //!
 //! Nothing is filtered: hct-sim sends no traffic to public addresses.
@@ -75,6 +76,19 @@ pub struct Firewall {
     pub rules: Vec<Rule>,
     /// Servers it is applied to directly, in the order they were added.
     pub servers: Vec<Id>,
+    /// Label selectors it is applied through, as given, in the order they
+    /// were added: it applies to every server with a public interface whose
+    /// labels match, now and later.
+    #[serde(default)]
+    pub label_selectors: Vec<String>,
+}
+
+/// What `apply_to` and `remove_from` name: a server, or a label selector
+/// (checked against the selector grammar).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Server(Id),
+    LabelSelector(String),
 }
 
 impl Sortable for Firewall {

@@ -1,7 +1,8 @@
 //! Checking firewall rules as the API does: direction and protocol from
-//! their lists, ports only (and always) for TCP and UDP, source IPs for
-//! incoming and destination IPs for outgoing rules, CIDRs that name a
-//! network or one host, IPv6 in its canonical form (RFC 5952).
+//! their lists, ports only (and always) for TCP and UDP (a port, a range or
+//! `any`), source IPs for incoming and destination IPs for outgoing rules,
+//! CIDRs that name a network or one host, IPv6 in its canonical form
+//! (RFC 5952).
 
 use ipnet::IpNet;
 
@@ -58,7 +59,7 @@ fn checked_rule(spec: &RuleSpec, at: &str, errors: &mut FieldErrors) -> Option<R
             if !valid_port(port) {
                 errors.push(
                     format!("{at}port"),
-                    "must be a port (1-65535) or a range such as 1024-5000",
+                    "must be a port (1-65535), a range such as 1024-5000, or 'any'",
                 );
             }
             Some(port.clone())
@@ -128,8 +129,12 @@ fn checked_rule(spec: &RuleSpec, at: &str, errors: &mut FieldErrors) -> Option<R
     })
 }
 
-/// `80` or `1024-5000`, within 1-65535, lower bound first.
+/// `80`, `1024-5000` (within 1-65535, lower bound first), or `any` (every
+/// port; kept as given).
 fn valid_port(text: &str) -> bool {
+    if text == "any" {
+        return true;
+    }
     let port = |s: &str| {
         s.parse::<u16>()
             .ok()

@@ -1,9 +1,12 @@
 //! Handing out public addresses: the lowest free IPv4 address of the
-//! documentation ranges, the lowest free /64 of 2001:db8::/32.
+//! documentation ranges, the lowest free /64 of 2001:db8::/32; and finding
+//! a Primary IP by its address (`?ip=`).
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::IpType;
+use ipnet::IpNet;
+
+use super::{IpType, PrimaryIp};
 use crate::errors::ApiError;
 use crate::state::World;
 
@@ -44,5 +47,26 @@ impl World {
                 format!("no {} address is available", kind.as_str()),
             )
         })
+    }
+}
+
+impl PrimaryIp {
+    /// Whether `?ip=` names this Primary IP: its address, in any spelling;
+    /// for an IPv6 /64, the network's address (`2001:db8:1::`) or the
+    /// network itself (`2001:db8:1::/64`).
+    pub fn has_address(&self, wanted: &str) -> bool {
+        let own: Option<IpNet> = self
+            .ip
+            .parse()
+            .ok()
+            .or_else(|| self.ip.parse::<IpAddr>().ok().map(IpNet::from));
+        let Some(own) = own else {
+            return self.ip == wanted;
+        };
+        match (wanted.parse::<IpAddr>(), wanted.parse::<IpNet>()) {
+            (Ok(addr), _) => addr == own.addr(),
+            (_, Ok(net)) => net == own,
+            _ => false,
+        }
     }
 }

@@ -134,3 +134,24 @@ fn a_primary_ip_of_its_own_outlives_its_server() {
     );
     world.delete_primary_ip(ip).unwrap();
 }
+
+#[test]
+fn an_address_finds_its_primary_ip_and_an_ipv6_network_its_address() {
+    let (mut world, now) = world();
+    let (v4, _) = world.create_primary_ip(spec("v4", "nbg1"), now).unwrap();
+    let mut v6 = spec("v6", "nbg1");
+    v6.kind = "ipv6".into();
+    let (v6, _) = world.create_primary_ip(v6, now).unwrap();
+    let v4 = world.primary_ip(v4).unwrap();
+    let v6 = world.primary_ip(v6).unwrap();
+    assert_eq!(v6.ip, "2001:db8:1::/64");
+
+    assert!(v4.has_address(&v4.ip.clone()));
+    assert!(!v4.has_address("203.0.113.99"));
+    for found in ["2001:db8:1::", "2001:DB8:1:0::", "2001:db8:1::/64"] {
+        assert!(v6.has_address(found), "{found}");
+    }
+    for other in ["2001:db8:2::", "2001:db8:1::/48", "v6", ""] {
+        assert!(!v6.has_address(other), "{other}");
+    }
+}
