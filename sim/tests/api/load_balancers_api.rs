@@ -1,7 +1,8 @@
 //! Load balancers' services and changes over HTTP, as Hetzner's API
 //! answers them: HTTP services with their defaults and options, a listen
 //! port from the protocol, `update_service`, service and target actions
-//! that are done when answered, `change_type` and `change_algorithm`.
+//! that are done when answered, `change_type` and `change_algorithm`; and
+//! a subnet kept while a load balancer (or a server) is in it.
 
 use crate::common::{call, sim};
 
@@ -244,4 +245,45 @@ async fn the_type_changes_when_its_action_ends_and_only_to_one_with_room() {
     );
     let (status, refused) = act(&sim, lb, "change_algorithm", json!({"type": "random"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+}
+
+#[tokio::test]
+async fn a_subnet_with_a_load_balancer_or_a_server_in_it_is_kept() {
+    let sim = sim().await;
+    let subnet = json!({"type": "cloud", "network_zone": "eu-central", "ip_range": "10.0.1.0/24"});
+    let (status, network) = call(
+        &sim,
+        Method::POST,
+        "/networks",
+        Some(json!({"name": "kept", "ip_range": "10.0.0.0/16", "subnets": [subnet]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{network}");
+    let network = network["network"]["id"].as_i64().unwrap();
+    let lb = load_balancer(&sim, "inside", "lb11").await;
+    let (status, answer) = act(&sim, lb, "attach_to_network", json!({"network": network})).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    finished(&sim, &answer["action"]).await;
+    let delete = format!("/networks/{network}/actions/delete_subnet");
+    let range = json!({"ip_range": "10.0.1.0/24"});
+    let (status, refused) = call(&sim, Method::POST, &delete, Some(range.clone())).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "service_error");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("network has attached resources"),
+        "{message}"
+    );
+    let (status, answer) = act(&sim, lb, "detach_from_network", json!({"network": network})).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    finished(&sim, &answer["action"]).await;
+
+    let server = json!({"name": "inside", "server_type": "cx23", "image": "debian-12",
+                        "location": "nbg1", "networks": [network]});
+    let (status, server) = call(&sim, Method::POST, "/servers", Some(server)).await;
+    assert_eq!(status, StatusCode::CREATED, "{server}");
+    let (status, refused) = call(&sim, Method::POST, &delete, Some(range.clone())).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("servers are attached"), "{message}");
 }
