@@ -41,7 +41,7 @@ impl FromStr for Profile {
 }
 
 /// Every command with a duration of its own, for listings (`GET /_sim/durations`).
-pub const COMMANDS: [&str; 25] = [
+pub const COMMANDS: [&str; 32] = [
     "create_server",
     "start_server",
     "stop_server",
@@ -51,6 +51,13 @@ pub const COMMANDS: [&str; 25] = [
     "delete_server",
     "create_image",
     "create_load_balancer",
+    "change_load_balancer_type",
+    "add_service",
+    "update_service",
+    "delete_service",
+    "add_target",
+    "remove_target",
+    "change_algorithm",
     "change_server_type",
     "enable_rescue",
     "disable_rescue",
@@ -81,6 +88,11 @@ fn table(command: &str) -> (u64, u64, u64) {
         "delete_server" => (50, 1_000, 4_000),
         "create_image" => (200, 5_000, 45_000),
         "create_load_balancer" => (100, 3_000, 15_000),
+        "change_load_balancer_type" => (100, 2_000, 10_000),
+        // A load balancer's services, targets and algorithm: Hetzner
+        // answers these actions finished.
+        "add_service" | "update_service" | "delete_service" | "add_target" | "remove_target"
+        | "change_algorithm" => (0, 0, 0),
         "change_server_type" => (200, 5_000, 60_000),
         "enable_rescue" | "disable_rescue" => (50, 500, 2_000),
         // Not an action: a rescue system writing a Talos image to the disk.
@@ -174,5 +186,8 @@ mod tests {
         assert_eq!(listed["milliseconds"]["create_server"], 12_000);
         assert_eq!(listed["milliseconds"]["talos_boot"], 7_000);
         assert_eq!(listed["milliseconds"]["talos_reboot"], 3_000);
+        // Answered finished, as Hetzner answers them.
+        assert_eq!(listed["milliseconds"]["add_service"], 0);
+        assert_eq!(d.for_command("remove_target"), Duration::ZERO);
     }
 }

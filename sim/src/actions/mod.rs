@@ -107,6 +107,11 @@ pub enum Completion {
         load_balancer: Id,
         network: Id,
     },
+    /// `change_load_balancer_type`: the load balancer has the new type.
+    LoadBalancerTypeChanged {
+        load_balancer: Id,
+        load_balancer_type: String,
+    },
     /// `attach_to_network`: the attachment is announced.
     Attached {
         server: Id,

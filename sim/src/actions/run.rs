@@ -30,6 +30,10 @@ impl World {
                 completion: new.completion,
             },
         );
+        // An action without a duration is done when it is answered.
+        if finishes_at <= now {
+            self.finish_action(id, now);
+        }
         id
     }
 

@@ -14,7 +14,8 @@ use crate::errors::ApiError;
 use crate::load_balancer_types::LOAD_BALANCER_TYPES;
 use crate::pagination::paginate;
 use crate::resources::load_balancers::{
-    HealthCheckSpec, Listening, LoadBalancerSpec, ServiceSpec, TargetSpec,
+    HealthCheckHttpSpec, HealthCheckSpec, Listening, LoadBalancerSpec, ServiceHttpSpec,
+    ServiceSpec, TargetSpec,
 };
 
 pub fn routes() -> Router<AppState> {
@@ -55,8 +56,20 @@ pub fn routes() -> Router<AppState> {
             post(add_service),
         )
         .route(
+            "/load_balancers/{id}/actions/update_service",
+            post(update_service),
+        )
+        .route(
             "/load_balancers/{id}/actions/delete_service",
             post(delete_service),
+        )
+        .route(
+            "/load_balancers/{id}/actions/change_type",
+            post(change_type),
+        )
+        .route(
+            "/load_balancers/{id}/actions/change_algorithm",
+            post(change_algorithm),
         )
         .route(
             "/load_balancers/{id}/actions/change_protection",
@@ -71,31 +84,63 @@ fn listening(sim: &AppState) -> Listening {
     lock(&sim.endpoints).keys().copied().collect()
 }
 
+/// `certificates`, when given: an array of IDs (`null` counts as absent).
+fn optional_ids(body: &mut Body, name: &str) -> Option<Vec<i64>> {
+    body.has(name).then(|| body.ids(name))
+}
+
+fn optional_strs(body: &mut Body, name: &str) -> Option<Vec<String>> {
+    body.has(name).then(|| body.strs(name))
+}
+
 fn health_check_spec(body: &mut Body) -> Option<HealthCheckSpec> {
     let mut check = body.nested("health_check")?;
+    let http = check.nested("http").map(|mut h| {
+        let spec = HealthCheckHttpSpec {
+            domain: h.str("domain"),
+            path: h.str("path"),
+            response: h.str("response"),
+            status_codes: optional_strs(&mut h, "status_codes"),
+            tls: h.bool("tls"),
+        };
+        check.absorb(h);
+        spec
+    });
     let spec = HealthCheckSpec {
-        protocol: check.required_str("protocol"),
+        protocol: check.str("protocol"),
         port: check.id("port"),
         interval: check.id("interval"),
         timeout: check.id("timeout"),
         retries: check.id("retries"),
+        http,
     };
-    if check.has("http") {
-        check.reject("http", "HTTP health checks are not emulated by hct-sim");
-    }
     body.absorb(check);
     Some(spec)
 }
 
+fn service_http_spec(body: &mut Body) -> Option<ServiceHttpSpec> {
+    let mut http = body.nested("http")?;
+    let spec = ServiceHttpSpec {
+        cookie_name: http.str("cookie_name"),
+        cookie_lifetime: http.id("cookie_lifetime"),
+        certificates: optional_ids(&mut http, "certificates"),
+        redirect_http: http.bool("redirect_http"),
+        sticky_sessions: http.bool("sticky_sessions"),
+        timeout_idle: http.id("timeout_idle"),
+    };
+    body.absorb(http);
+    Some(spec)
+}
+
+/// A service in a request: all its fields optional here, the world says
+/// which are required where.
 fn service_spec(body: &mut Body) -> ServiceSpec {
-    if body.has("http") {
-        body.reject("http", "HTTP services are not emulated by hct-sim");
-    }
     ServiceSpec {
-        protocol: body.required_str("protocol"),
+        protocol: body.str("protocol"),
         listen_port: body.id("listen_port"),
         destination_port: body.id("destination_port"),
-        proxyprotocol: body.bool("proxyprotocol").unwrap_or(false),
+        proxyprotocol: body.bool("proxyprotocol"),
+        http: service_http_spec(body),
         health_check: health_check_spec(body),
     }
 }
@@ -291,6 +336,43 @@ async fn add_service(
     let spec = service_spec(&mut body);
     body.finish()?;
     action_answer(&sim, |w, now| w.add_load_balancer_service(id, &spec, now))
+}
+
+async fn update_service(
+    State(sim): State<AppState>,
+    PathId(id): PathId,
+    mut body: Body,
+) -> Result<Response, ApiError> {
+    let port = body.required_id("listen_port");
+    let spec = service_spec(&mut body);
+    body.finish()?;
+    let port = u16::try_from(port)
+        .map_err(|_| ApiError::field("listen_port", format!("{port} is not a port")))?;
+    action_answer(&sim, |w, now| {
+        w.update_load_balancer_service(id, port, &spec, now)
+    })
+}
+
+async fn change_type(
+    State(sim): State<AppState>,
+    PathId(id): PathId,
+    mut body: Body,
+) -> Result<Response, ApiError> {
+    let wanted = body.required_id_or_name("load_balancer_type");
+    body.finish()?;
+    action_answer(&sim, |w, now| w.change_load_balancer_type(id, &wanted, now))
+}
+
+async fn change_algorithm(
+    State(sim): State<AppState>,
+    PathId(id): PathId,
+    mut body: Body,
+) -> Result<Response, ApiError> {
+    let algorithm = body.required_str("type");
+    body.finish()?;
+    action_answer(&sim, |w, now| {
+        w.change_load_balancer_algorithm(id, &algorithm, now)
+    })
 }
 
 async fn delete_service(

@@ -40,13 +40,18 @@ impl World {
             } => self.network_attached(server, network, ip),
             // networks/subnets.rs
             Completion::SubnetReady { network, ip_range } => self.subnet_ready(network, ip_range),
+            // load_balancers/change.rs
+            Completion::LoadBalancerTypeChanged {
+                load_balancer,
+                load_balancer_type,
+            } => self.finish_load_balancer_type_change(load_balancer, load_balancer_type),
         }
     }
 
     /// A failed action leaves things as they were before its request.
     pub(crate) fn undo(&mut self, completion: Completion) {
         match completion {
-            Completion::Nothing => {}
+            Completion::Nothing | Completion::LoadBalancerTypeChanged { .. } => {}
             // servers/power.rs
             Completion::ServerCreated { server, .. }
             | Completion::ServerBooted { server }

@@ -1,10 +1,12 @@
 //! hct-sim from the outside: its Hetzner API over HTTP, the public-network
-//! resources, the SOCKS5 proxy, and the emulated Talos and Kubernetes APIs.
+//! resources, load balancers, the SOCKS5 proxy, and the emulated Talos and
+//! Kubernetes APIs.
 //! One test target, so that the crate graph is linked once.
 
 mod common;
 
 mod http_api;
+mod load_balancers_api;
 mod protection;
 mod public_net_api;
 mod socks5_proxy;

@@ -90,16 +90,10 @@ impl World {
             ));
         }
         let algorithm = match spec.algorithm.as_deref() {
-            None | Some("round_robin") => Algorithm::RoundRobin,
-            Some("least_connections") => Algorithm::LeastConnections,
-            Some(other) => {
-                return Err(ApiError::field(
-                    "algorithm.type",
-                    format!("unknown algorithm '{other}'"),
-                ));
-            }
+            None => Algorithm::RoundRobin,
+            Some(text) => Algorithm::parse(text, "algorithm.type")?,
         };
-        let services = super::targets::checked_services(&spec.services, kind.max_services)?;
+        let services = super::services::checked_services(&spec.services, kind.max_services)?;
         let public_ipv4 = self.free_public_address(IpType::Ipv4)?;
         let public_ipv6 = self.free_public_address(IpType::Ipv6)?;
         let id = self.next_id(Some(ResourceKind::LoadBalancer));

@@ -34,7 +34,7 @@ fn spec(name: &str) -> LoadBalancerSpec {
 
 fn tcp(port: i64) -> ServiceSpec {
     ServiceSpec {
-        protocol: "tcp".into(),
+        protocol: Some("tcp".into()),
         listen_port: Some(port),
         destination_port: Some(port),
         ..ServiceSpec::default()

@@ -5,7 +5,7 @@ use std::net::Ipv4Addr;
 
 use serde_json::{Value, json};
 
-use super::{Algorithm, Listening, LoadBalancer, Service, Target, TargetKind};
+use super::{Algorithm, Listening, LoadBalancer, Protocol, Service, Target, TargetKind};
 use crate::catalog::location;
 use crate::ids::Id;
 use crate::load_balancer_types::load_balancer_type;
@@ -33,6 +33,46 @@ pub fn health_of(
     } else {
         "unhealthy"
     }
+}
+
+fn protocol_name(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Tcp => "tcp",
+        Protocol::Http => "http",
+        Protocol::Https => "https",
+    }
+}
+
+fn service_json(s: &Service) -> Value {
+    let check = &s.health_check;
+    json!({
+        "protocol": protocol_name(s.protocol),
+        "listen_port": s.listen_port,
+        "destination_port": s.destination_port,
+        "proxyprotocol": s.proxyprotocol,
+        "http": s.http.as_ref().map(|h| json!({
+            "cookie_name": h.cookie_name,
+            "cookie_lifetime": h.cookie_lifetime,
+            "certificates": h.certificates,
+            "redirect_http": h.redirect_http,
+            "sticky_sessions": h.sticky_sessions,
+            "timeout_idle": h.timeout_idle,
+        })),
+        "health_check": {
+            "protocol": protocol_name(check.protocol),
+            "port": check.port,
+            "interval": check.interval,
+            "timeout": check.timeout,
+            "retries": check.retries,
+            "http": check.http.as_ref().map(|h| json!({
+                "domain": h.domain,
+                "path": h.path,
+                "response": h.response,
+                "status_codes": h.status_codes,
+                "tls": h.tls,
+            })),
+        },
+    })
 }
 
 fn ipv6_address(net: &str) -> String {
@@ -80,25 +120,7 @@ impl LoadBalancer {
 
     pub fn to_api(&self, world: &World, listening: Option<&Listening>) -> Value {
         let kind = load_balancer_type(&self.load_balancer_type);
-        let services: Vec<Value> = self
-            .services
-            .iter()
-            .map(|s| {
-                json!({
-                    "protocol": "tcp",
-                    "listen_port": s.listen_port,
-                    "destination_port": s.destination_port,
-                    "proxyprotocol": s.proxyprotocol,
-                    "health_check": {
-                        "protocol": "tcp",
-                        "port": s.health_check.port,
-                        "interval": s.health_check.interval,
-                        "timeout": s.health_check.timeout,
-                        "retries": s.health_check.retries,
-                    },
-                })
-            })
-            .collect();
+        let services: Vec<Value> = self.services.iter().map(service_json).collect();
         let targets: Vec<Value> = self
             .targets
             .iter()

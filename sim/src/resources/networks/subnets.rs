@@ -1,7 +1,9 @@
 //! Subnets: checking a requested subnet (its type, zone and range, or the
-//! first free /24), adding and deleting subnets, and what a finished or
-//! failed `add_subnet` action does.
+//! first free /24), adding and deleting subnets (not while servers or load
+//! balancers are in them), and what a finished or failed `add_subnet`
+//! action does.
 
+use axum::http::StatusCode;
 use ipnet::Ipv4Net;
 
 use super::ranges::{overlaps, parse_cidr};
@@ -12,6 +14,16 @@ use crate::clock::Timestamp;
 use crate::errors::{ApiError, FieldErrors};
 use crate::ids::{Id, ResourceRef};
 use crate::state::World;
+
+/// A subnet with servers or load balancers in it is kept: Hetzner answers
+/// `service_error` with `reason` in its message.
+fn subnet_in_use(range: Ipv4Net, reason: &str) -> ApiError {
+    ApiError::operation(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "service_error",
+        format!("subnet {range} cannot be deleted: {reason}"),
+    )
+}
 
 impl World {
     pub(super) fn check_subnet(
@@ -126,10 +138,16 @@ impl World {
                 .iter()
                 .any(|p| p.network == id && range.contains(&p.ip))
         });
+        // Hetzner's words, which its clients match on.
         if in_use {
-            return Err(ApiError::ResourceInUse(format!(
-                "subnet {range} has attached servers; detach them first"
-            )));
+            return Err(subnet_in_use(range, "servers are attached"));
+        }
+        if self.load_balancers.values().any(|lb| {
+            lb.private_net
+                .iter()
+                .any(|p| p.network == id && range.contains(&p.ip))
+        }) {
+            return Err(subnet_in_use(range, "network has attached resources"));
         }
         self.network_mut(id)?
             .subnets
