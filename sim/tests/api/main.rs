@@ -1,8 +1,11 @@
-//! hct-sim from the outside: its Hetzner API over HTTP, the public-network
-//! resources, the SOCKS5 proxy, and the emulated Talos and Kubernetes APIs.
+//! hct-sim from the outside: its Hetzner API over HTTP, the catalog, the
+//! public-network resources, the SOCKS5 proxy, and the emulated Talos and
+//! Kubernetes APIs.
 //! One test target, so that the crate graph is linked once.
 
 mod common;
+
+mod catalog_api;
 
 mod http_api;
 mod protection;
