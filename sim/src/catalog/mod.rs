@@ -1,13 +1,15 @@
-//! What Hetzner sells: locations, their data centers and server types, as
+//! What Hetzner sells: locations, their data centers, server types and ISOs, as
 //! the API listed them in 2026, with Hetzner's IDs and order. Prices are net
 //! euros; gross adds German VAT. They are close to the published ones but
 //! nothing should depend on their exact values.
 
 mod datacenters;
+mod isos;
 mod server_type_list;
 mod server_types;
 
 pub use datacenters::{DATACENTERS, Datacenter, datacenter};
+pub use isos::{ISOS, Iso, iso};
 pub use server_type_list::{SERVER_TYPES, listed_server_types, server_type};
 pub use server_types::{Deprecation, Offer, ServerType};
 

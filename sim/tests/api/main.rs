@@ -10,6 +10,7 @@ mod catalog_api;
 mod http_api;
 mod protection;
 mod public_net_api;
+mod server_actions;
 mod socks5_proxy;
 mod talos_apid;
 mod talos_kube_api;

@@ -230,6 +230,8 @@ impl World {
             rescue_keys: Vec::new(),
             rescue: None,
             disk,
+            iso: None,
+            backup_window: None,
         };
         for network in &spec.networks {
             let (ip, alias_ips) =
