@@ -1,5 +1,7 @@
 //! Server actions as Hetzner's acceptance tests use them: an ISO attached
-//! and swapped, backups turned on and off.
+//! and swapped, backups turned on and off, a stopped server added to a
+//! placement group (which brings it up), and a subnet that still has servers
+//! refused with the `service_error` the provider retries on.
 
 use crate::common::{call, sim};
 
@@ -92,4 +94,74 @@ async fn backups_are_turned_on_and_off() {
     assert!(shown["backup_window"].is_string());
     let shown = act(&sim, id, "disable_backup", json!({})).await;
     assert!(shown["backup_window"].is_null());
+}
+
+#[tokio::test]
+async fn a_stopped_server_added_to_a_placement_group_comes_up() {
+    let sim = sim().await;
+    let (status, group) = call(
+        &sim,
+        Method::POST,
+        "/placement_groups",
+        Some(json!({"name": "spread", "type": "spread"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{group}");
+    let group = group["placement_group"]["id"].as_i64().unwrap();
+    let id = server(
+        &sim,
+        json!({"name": "placed", "server_type": "cpx12", "image": "debian-12"}),
+    )
+    .await;
+    let path = format!("/servers/{id}/actions/add_to_placement_group");
+    let body = json!({"placement_group": group});
+    let (status, refused) = call(&sim, Method::POST, &path, Some(body.clone())).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "server_not_stopped");
+
+    let shown = act(&sim, id, "poweroff", json!({})).await;
+    assert_eq!(shown["status"], "off");
+    let shown = act(&sim, id, "add_to_placement_group", body).await;
+    assert_eq!(shown["status"], "running");
+    assert_eq!(shown["placement_group"]["id"], group);
+    let shown = act(&sim, id, "poweroff", json!({})).await;
+    assert_eq!(shown["status"], "off");
+    let shown = act(&sim, id, "remove_from_placement_group", json!({})).await;
+    assert_eq!(shown["status"], "off");
+    assert!(shown["placement_group"].is_null());
+}
+
+#[tokio::test]
+async fn a_subnet_with_servers_is_not_deleted() {
+    let sim = sim().await;
+    let (status, network) = call(
+        &sim,
+        Method::POST,
+        "/networks",
+        Some(json!({
+            "name": "net", "ip_range": "10.0.0.0/16",
+            "subnets": [{"type": "cloud", "network_zone": "eu-central", "ip_range": "10.0.1.0/24"}],
+        })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{network}");
+    let network = network["network"]["id"].as_i64().unwrap();
+    let id = server(
+        &sim,
+        json!({"name": "member", "server_type": "cpx12", "image": "debian-12", "networks": [network]}),
+    )
+    .await;
+    let path = format!("/networks/{network}/actions/delete_subnet");
+    let body = json!({"ip_range": "10.0.1.0/24"});
+    let (status, refused) = call(&sim, Method::POST, &path, Some(body.clone())).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["error"]["code"], "service_error");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("servers are attached"), "{message}");
+
+    let (status, _) = call(&sim, Method::DELETE, &format!("/servers/{id}"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    settle(&sim).await;
+    let (status, answer) = call(&sim, Method::POST, &path, Some(body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
 }

@@ -2,6 +2,7 @@
 //! first free /24), adding and deleting subnets, and what a finished or
 //! failed `add_subnet` action does.
 
+use axum::http::StatusCode;
 use ipnet::Ipv4Net;
 
 use super::ranges::{overlaps, parse_cidr};
@@ -126,10 +127,14 @@ impl World {
                 .iter()
                 .any(|p| p.network == id && range.contains(&p.ip))
         });
+        // Hetzner answers this with a `service_error` whose message the
+        // provider looks for ("servers are attached") to retry the delete.
         if in_use {
-            return Err(ApiError::ResourceInUse(format!(
-                "subnet {range} has attached servers; detach them first"
-            )));
+            return Err(ApiError::operation(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "service_error",
+                format!("servers are attached to subnet {range}; detach them first"),
+            ));
         }
         self.network_mut(id)?
             .subnets
