@@ -247,6 +247,8 @@ fn nat_gateway(world: &mut World, network: Id, name: &str, now: Timestamp) -> Re
             rescue_keys: Vec::new(),
             rescue: None,
             disk: None,
+            iso: None,
+            backup_window: None,
         },
     );
     world.give_server_primary_ip(id, IpType::Ipv4, None, now)

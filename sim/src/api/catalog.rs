@@ -1,4 +1,5 @@
-//! `/server_types` and `/locations`: read-only, from the catalog.
+//! `/server_types`, `/locations` and `/datacenters`: read-only, from the
+//! catalog. Lists are by ID; a retired server type is read by ID only.
 
 use axum::Router;
 use axum::response::Response;
@@ -7,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::api::query::Query;
 use crate::api::{PathId, ok};
-use crate::catalog::{LOCATIONS, SERVER_TYPES};
+use crate::catalog::{DATACENTERS, LOCATIONS, SERVER_TYPES, listed_server_types};
 use crate::errors::ApiError;
 use crate::pagination::paginate;
 
@@ -17,6 +18,8 @@ pub fn routes() -> Router<crate::app::AppState> {
         .route("/server_types/{id}", get(get_server_type))
         .route("/locations", get(list_locations))
         .route("/locations/{id}", get(get_location))
+        .route("/datacenters", get(list_datacenters))
+        .route("/datacenters/{id}", get(get_datacenter))
 }
 
 fn paged(key: &str, items: Vec<Value>, query: &Query) -> Result<Response, ApiError> {
@@ -26,8 +29,7 @@ fn paged(key: &str, items: Vec<Value>, query: &Query) -> Result<Response, ApiErr
 
 async fn list_server_types(query: Query) -> Result<Response, ApiError> {
     let name = query.get("name");
-    let types = SERVER_TYPES
-        .iter()
+    let types = listed_server_types()
         .filter(|t| name.is_none_or(|n| t.name == n))
         .map(|t| t.to_api())
         .collect();
@@ -58,4 +60,28 @@ async fn get_location(PathId(id): PathId) -> Result<Response, ApiError> {
         .find(|l| l.id == id)
         .ok_or_else(|| ApiError::not_found("location", id))?;
     Ok(ok(json!({"location": found.to_api()})))
+}
+
+async fn list_datacenters(query: Query) -> Result<Response, ApiError> {
+    let name = query.get("name");
+    let datacenters = DATACENTERS
+        .iter()
+        .filter(|d| name.is_none_or(|n| d.name == n))
+        .map(|d| d.to_api())
+        .collect();
+    let (page, pagination) = paginate(datacenters, query.page()?);
+    // `recommendation`: the data center Hetzner suggests for new servers.
+    Ok(ok(json!({
+        "datacenters": page,
+        "recommendation": DATACENTERS[2].id,
+        "meta": {"pagination": pagination},
+    })))
+}
+
+async fn get_datacenter(PathId(id): PathId) -> Result<Response, ApiError> {
+    let found = DATACENTERS
+        .iter()
+        .find(|d| d.id == id)
+        .ok_or_else(|| ApiError::not_found("datacenter", id))?;
+    Ok(ok(json!({"datacenter": found.to_api()})))
 }

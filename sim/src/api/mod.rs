@@ -10,6 +10,7 @@ pub mod networks;
 pub mod placement_groups;
 pub mod primary_ips;
 pub mod query;
+pub mod server_media;
 pub mod servers;
 pub mod ssh_keys;
 
@@ -35,6 +36,7 @@ use query::Query;
 pub fn router(state: AppState) -> Router<AppState> {
     let routes = Router::new()
         .merge(servers::routes())
+        .merge(server_media::routes())
         .merge(networks::routes())
         .merge(images::routes())
         .merge(ssh_keys::routes())

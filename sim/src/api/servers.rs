@@ -10,6 +10,7 @@ use crate::api::input::Body;
 use crate::api::query::Query;
 use crate::api::{Filter, PathId, action_answer, created, list, ok};
 use crate::app::AppState;
+use crate::catalog;
 use crate::clock::Timestamp;
 use crate::errors::ApiError;
 use crate::ids::Id;
@@ -97,10 +98,11 @@ fn server_spec(body: &mut Body) -> ServerSpec {
     let server_type = body.required_id_or_name("server_type");
     let image = body.required_id_or_name("image");
     let mut spec = ServerSpec::new(&name, &server_type, &image);
-    // `datacenter` (deprecated) names a location's data center, e.g. fsn1-dc14.
+    // `datacenter` (deprecated) names a location's data center, e.g. fsn1-dc14;
+    // an unknown one is reported as an unknown location.
     spec.location = body.id_or_name("location").or_else(|| {
-        body.str("datacenter")
-            .map(|dc| dc.split('-').next().unwrap_or_default().to_string())
+        body.id_or_name("datacenter")
+            .map(|dc| catalog::datacenter(&dc).map_or(dc, |d| d.location.to_string()))
     });
     spec.ssh_keys = body.ids_or_names("ssh_keys");
     spec.networks = body.ids("networks");

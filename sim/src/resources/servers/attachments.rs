@@ -243,11 +243,15 @@ impl World {
             ));
         }
         self.ensure_room_in_group(group)?;
-        self.server_mut(id)?.placement_group = Some(group);
+        // The server moves to a host the group allows and comes up there:
+        // Hetzner's action leaves it running.
+        let server = self.server_mut(id)?;
+        server.placement_group = Some(group);
+        server.status = ServerStatus::Starting;
         let action = NewAction::on(
             "add_to_placement_group",
             ResourceRef::server(id),
-            Completion::Nothing,
+            Completion::ServerBooted { server: id },
         )
         .also(ResourceRef::placement_group(group));
         Ok(self.start_action(action, now))

@@ -38,7 +38,7 @@ impl World {
                 current.name, target.name
             )));
         }
-        if target.offer(&server.location).is_none() {
+        if !target.orderable_in(&server.location) {
             return Err(ApiError::InvalidServerType(format!(
                 "server type {} is not available in {}",
                 target.name, server.location

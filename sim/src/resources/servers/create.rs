@@ -93,9 +93,9 @@ impl World {
                 }
                 found
             }
-            // The API picks one; we take the type's first.
+            // The API picks one; we take the type's first where it is sold.
             None => server_type
-                .and_then(|t| t.offers.first())
+                .and_then(|t| t.offers.iter().find(|o| t.orderable_in(o.location)))
                 .and_then(|o| catalog::location(o.location)),
         };
         if let (Some(t), Some(l)) = (server_type, location)
@@ -105,6 +105,24 @@ impl World {
                 "location",
                 format!("server type {} is not available in {}", t.name, l.name),
             );
+        }
+        // Sold there once, or nowhere now: Hetzner refuses the order as such.
+        if let Some(t) = server_type
+            && match location {
+                Some(l) => t.offer(l.name).is_some() && !t.orderable_in(l.name),
+                None => spec.location.is_none(),
+            }
+        {
+            return Err(ApiError::InvalidServerType(match location {
+                Some(l) if !t.is_retired() => format!(
+                    "server type {} is no longer available in {} and can no longer be ordered",
+                    t.name, l.name
+                ),
+                _ => format!(
+                    "server type {} is unavailable and can no longer be ordered",
+                    t.name
+                ),
+            }));
         }
         let image = server_type.and_then(|t| {
             self.image_for_server(&spec.image, t.architecture)
@@ -212,6 +230,8 @@ impl World {
             rescue_keys: Vec::new(),
             rescue: None,
             disk,
+            iso: None,
+            backup_window: None,
         };
         for network in &spec.networks {
             let (ip, alias_ips) =

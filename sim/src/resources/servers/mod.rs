@@ -20,6 +20,7 @@ mod attachments;
 pub use attachments::mac_address;
 mod change_type;
 mod create;
+mod media;
 mod power;
 mod rescue;
 mod snapshot;
@@ -169,6 +170,12 @@ pub struct Server {
     /// (its image's `content`), or the one a rescue system wrote since.
     #[serde(default)]
     pub disk: Option<DiskImage>,
+    /// The ISO in the server's virtual drive (`attach_iso`), by ID.
+    #[serde(default)]
+    pub iso: Option<i64>,
+    /// When backups run, once `enable_backup` turned them on (e.g. `22-02`).
+    #[serde(default)]
+    pub backup_window: Option<String>,
 }
 
 /// A server as requested by `POST /servers`; references are IDs or names.

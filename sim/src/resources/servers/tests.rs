@@ -194,7 +194,7 @@ fn attachment_errors() {
     let b = w.create_server(private_spec("b"), now).unwrap().server;
     let mut us = private_spec("us");
     us.location = Some("ash".into());
-    us.server_type = "cpx22".into();
+    us.server_type = "cpx11".into();
     let c = w.create_server(us, now).unwrap().server;
     let now = later(now);
     w.advance(now);
