@@ -6,22 +6,9 @@
 
 use crate::common;
 
-use common::{call, sim};
-use hct_sim::SimHandle;
+use common::{call, settle, sim};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-
-/// Waits until every action has finished (a request lets due ones finish).
-async fn settle(sim: &SimHandle) {
-    for _ in 0..200 {
-        let _ = call(sim, Method::GET, "/servers", None).await;
-        if sim.inspect(|w| w.actions.values().all(|a| !a.is_running())) {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("actions still running");
-}
 
 #[tokio::test]
 async fn firewalls_are_applied_by_server_creation_and_their_own_actions() {

@@ -3,23 +3,11 @@
 //! placement group (which brings it up), and a subnet that still has servers
 //! refused with the `service_error` the provider retries on.
 
-use crate::common::{call, sim};
+use crate::common::{call, settle, sim};
 
 use hct_sim::SimHandle;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-
-/// Waits until every action has finished (a request lets due ones finish).
-async fn settle(sim: &SimHandle) {
-    for _ in 0..200 {
-        let _ = call(sim, Method::GET, "/servers", None).await;
-        if sim.inspect(|w| w.actions.values().all(|a| !a.is_running())) {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("actions still running");
-}
 
 async fn server(sim: &SimHandle, body: Value) -> i64 {
     let (status, created) = call(sim, Method::POST, "/servers", Some(body)).await;

@@ -75,3 +75,15 @@ pub async fn socks5_request(mut stream: TcpStream, ip: Ipv4Addr, port: u16) -> (
     assert_eq!((reply[0], reply[3]), (5, 1));
     (reply[1], stream)
 }
+
+/// Waits until every action has finished (a request lets due ones finish).
+pub async fn settle(sim: &SimHandle) {
+    for _ in 0..200 {
+        let _ = call(sim, Method::GET, "/servers", None).await;
+        if sim.inspect(|w| w.actions.values().all(|a| !a.is_running())) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("actions still running");
+}
