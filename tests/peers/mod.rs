@@ -11,7 +11,10 @@
 //! whose checker is built from a machinery source beside the clone
 //! (`../shared`, not part of hct): without it the script names the release
 //! in `TALOS_CHECK_SKIPPED`, and the tests that want it say that they skip
-//! ([`Peers::talos_release_of_minor_or_skip`]).
+//! ([`Peers::talos_release_of_minor_or_skip`]). Likewise the two pieces built
+//! from sources there (kubelet-csr-approver, Hetzner's cloud controller
+//! manager): without them the script prints `CSR_APPROVER_SKIPPED=1` or
+//! `HCLOUD_CCM_SKIPPED=1` (else `=0`) instead of their path.
 #![allow(dead_code)] // each test file uses a different part of this module
 
 pub mod kubectl;
@@ -46,8 +49,18 @@ fn piece_of(key: &str) -> &'static str {
         k if k.starts_with("KUBECTL") => "kubectl",
         k if k.starts_with("TALOS_CHECK") => "talos-check",
         k if k.starts_with("MERMAID") => "mermaid",
+        // Before HCLOUD: HCLOUD_CCM, HCLOUD_CCM_SKIPPED.
+        k if k.starts_with("HCLOUD_CCM") => "hcloud-ccm",
         k if k.starts_with("HCLOUD") || k == "TF_CLI_CONFIG_FILE" => "hcloud",
         k if k.starts_with("KUBERNETES") => "kubernetes",
+        k if k.starts_with("ETCD") => "etcd",
+        k if k.starts_with("KUBE_APISERVER")
+            || k.starts_with("KUBE_CONTROLLER_MANAGER")
+            || k.starts_with("KUBE_CONTROL_PLANE") =>
+        {
+            "kube-control-plane"
+        }
+        k if k.starts_with("CSR_APPROVER") => "csr-approver",
         other => panic!("no peer prints {other}"),
     }
 }
