@@ -15,6 +15,7 @@ use crate::ids::Id;
 use crate::ratelimit::RateLimiter;
 use crate::requests::RequestLog;
 use crate::state::World;
+use crate::talos::kube_control_plane::{KubeBinaries, Registry};
 
 pub type AppState = Arc<Shared>;
 
@@ -34,6 +35,10 @@ pub struct Shared {
     pub events: broadcast::Sender<SimEvent>,
     /// Set when the world changed since it was last saved.
     pub dirty: AtomicBool,
+    /// The real Kubernetes components to run, if any, and where the
+    /// running ones are (`talos::kube_control_plane`).
+    pub kube_binaries: Option<KubeBinaries>,
+    pub control_planes: Registry,
 }
 
 impl Shared {
@@ -48,6 +53,8 @@ impl Shared {
             endpoints: Mutex::new(BTreeMap::new()),
             events,
             dirty: AtomicBool::new(false),
+            kube_binaries: None,
+            control_planes: Registry::default(),
         }
     }
 

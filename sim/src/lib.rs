@@ -49,6 +49,6 @@ pub use faults::{ActionFailure, FaultSpec, Respond, RouteFault};
 pub use ids::Id;
 pub use rescue::{DiskImage, RescueFault};
 pub use resources::servers::{BootTarget, TalosNode};
-pub use sim::{Sim, SimError, SimHandle, SimOptions};
+pub use sim::{KubeBinaries, Sim, SimError, SimHandle, SimOptions};
 pub use state::World;
 pub use talos::TalosFault;

@@ -24,6 +24,7 @@ use crate::ratelimit::RateLimiter;
 use crate::rescue::RescueFault;
 use crate::state::{World, WorldConfig};
 use crate::talos::faults::{GrpcCode, ServerRef, TalosFault};
+pub use crate::talos::kube_control_plane::KubeBinaries;
 use crate::{admin, api, gateway, rescue, seed, socks5, talos};
 
 /// How often due actions are finished when nobody asks.
@@ -47,6 +48,10 @@ pub struct SimOptions {
     pub faults: Vec<FaultSpec>,
     /// Seed for the randomness of probabilistic faults.
     pub fault_seed: Option<u64>,
+    /// Real etcd, kube-apiserver and kube-controller-manager to run behind
+    /// the clusters of their Kubernetes release (`talos::kube_control_plane`);
+    /// without them every cluster's Kubernetes API is emulated.
+    pub kubernetes: Option<KubeBinaries>,
 }
 
 impl SimOptions {
@@ -73,6 +78,7 @@ impl Default for SimOptions {
             durations: Durations::default(),
             faults: Vec::new(),
             fault_seed: None,
+            kubernetes: None,
         }
     }
 }
@@ -200,12 +206,14 @@ fn build_shared(options: &SimOptions) -> Result<Shared, SimError> {
         seed::hct_project(&mut world, Timestamp::now())
             .map_err(|e| SimError::Seed(e.to_string()))?;
     }
-    Ok(Shared::new(
+    let mut shared = Shared::new(
         world,
         options.token.clone(),
         RateLimiter::per_hour(options.rate_limit),
         RouteFaults::new(route_rules, options.fault_seed),
-    ))
+    );
+    shared.kube_binaries = options.kubernetes.clone();
+    Ok(shared)
 }
 
 pub(crate) fn router(shared: AppState) -> Router {

@@ -25,6 +25,7 @@ mod network_plan_e2e;
 mod never_lose_e2e;
 mod overlapping_networks_e2e;
 mod packaging;
+mod real_kube_e2e;
 mod security_e2e;
 mod talos_image_e2e;
 mod talos_image_resource_e2e;

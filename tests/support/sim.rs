@@ -138,3 +138,23 @@ pub fn private_server(network: i64, name: &str, ip: &str) -> PrivateServer {
         ssh_keys: vec![],
     }
 }
+
+/// The seeded emulator with the real Kubernetes control plane of
+/// `scripts/ensure-peers` (etcd, kube-apiserver, kube-controller-manager)
+/// behind every cluster of its release, working in `work` (which the test
+/// keeps until the sim is gone).
+pub async fn start_with_real_kubernetes(work: &std::path::Path) -> SimHandle {
+    let peers = crate::peers::peers();
+    Sim::start(SimOptions {
+        kubernetes: Some(hct_sim::KubeBinaries {
+            etcd: peers.path("ETCD"),
+            kube_apiserver: peers.path("KUBE_APISERVER"),
+            kube_controller_manager: peers.path("KUBE_CONTROLLER_MANAGER"),
+            version: format!("v{}", peers.var("KUBE_CONTROL_PLANE_VERSION")),
+            work_dir: work.to_path_buf(),
+        }),
+        ..SimOptions::seeded_fast()
+    })
+    .await
+    .unwrap()
+}

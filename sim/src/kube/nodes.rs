@@ -65,19 +65,23 @@ pub fn cni_present(store: &ClusterStore) -> bool {
     store
         .list(&daemonsets, None, &Default::default(), &[])
         .iter()
-        .any(|ds| {
-            let labels = labels_of(ds);
-            let names = [
-                ds["metadata"]["name"].as_str(),
-                labels.get("k8s-app").map(String::as_str),
-                labels.get("app").map(String::as_str),
-                labels.get("app.kubernetes.io/name").map(String::as_str),
-            ];
-            names
-                .into_iter()
-                .flatten()
-                .any(|n| CNI_NAMES.iter().any(|cni| n.contains(cni)))
-        })
+        .any(|ds| is_cni_daemonset(ds))
+}
+
+/// Whether a DaemonSet is a CNI's: its name or its `k8s-app`, `app` or
+/// `app.kubernetes.io/name` label names one.
+pub fn is_cni_daemonset(ds: &Value) -> bool {
+    let labels = labels_of(ds);
+    let names = [
+        ds["metadata"]["name"].as_str(),
+        labels.get("k8s-app").map(String::as_str),
+        labels.get("app").map(String::as_str),
+        labels.get("app.kubernetes.io/name").map(String::as_str),
+    ];
+    names
+        .into_iter()
+        .flatten()
+        .any(|n| CNI_NAMES.iter().any(|cni| n.contains(cni)))
 }
 
 /// Brings the store in line with the nodes: registers new ones (and files
@@ -174,7 +178,7 @@ fn condition(kind: &str, status: &str, reason: &str, message: &str, since: &str)
     })
 }
 
-fn node(fact: &NodeFacts, cni: bool, old: Option<&Value>, now: u64) -> Value {
+pub(crate) fn node(fact: &NodeFacts, cni: bool, old: Option<&Value>, now: u64) -> Value {
     let (ready, reason, message) = match (fact.kubelet_running, cni) {
         (false, _) => (
             "Unknown",
@@ -266,7 +270,7 @@ fn static_pod_names(node: &str) -> [String; 3] {
     STATIC_PODS.map(|c| format!("{c}-{node}"))
 }
 
-fn static_pods(fact: &NodeFacts, now: u64) -> Vec<Value> {
+pub(crate) fn static_pods(fact: &NodeFacts, now: u64) -> Vec<Value> {
     STATIC_PODS
         .iter()
         .zip(&fact.static_pod_versions)

@@ -39,6 +39,7 @@ pub mod cosi;
 pub mod etcd;
 pub mod faults;
 pub mod kube_api;
+pub mod kube_control_plane;
 pub mod kubeconfig;
 pub mod lifecycle;
 pub mod manifests;

@@ -187,6 +187,32 @@ pub fn kube_apiserver_identity(
     ips: &[Ipv4Addr],
     dns_names: &[String],
 ) -> Result<ServerIdentity, PkiError> {
+    let (certificate, key) = kube_apiserver_certificate(ca, ips, dns_names)?;
+    Ok(ServerIdentity {
+        chain: vec![certificate.der().clone()],
+        key: pkcs8(&key),
+    })
+}
+
+/// The same certificate as PEM, for a real kube-apiserver's
+/// `--tls-cert-file` and `--tls-private-key-file`.
+pub fn kube_apiserver_pem(
+    ca: &CertificateAuthority,
+    ips: &[Ipv4Addr],
+    dns_names: &[String],
+) -> Result<IssuedCertificate, PkiError> {
+    let (certificate, key) = kube_apiserver_certificate(ca, ips, dns_names)?;
+    Ok(IssuedCertificate {
+        certificate: certificate.pem(),
+        key: Secret::new(key.serialize_pem()),
+    })
+}
+
+fn kube_apiserver_certificate(
+    ca: &CertificateAuthority,
+    ips: &[Ipv4Addr],
+    dns_names: &[String],
+) -> Result<(rcgen::Certificate, KeyPair), PkiError> {
     let issuer = ca.issuer()?;
     let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
     let mut params = CertificateParams::default();
@@ -203,23 +229,34 @@ pub fn kube_apiserver_identity(
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let certificate = params.signed_by(&key, &issuer)?;
-    Ok(ServerIdentity {
-        chain: vec![certificate.der().clone()],
-        key: pkcs8(&key),
-    })
+    Ok((certificate, key))
 }
 
 /// The client certificate of an admin kubeconfig: `CN=admin`,
 /// `O=system:masters`, issued by the Kubernetes CA.
 pub fn kubernetes_admin(ca: &CertificateAuthority) -> Result<IssuedCertificate, PkiError> {
+    client_certificate(ca, "admin", &["system:masters"])
+}
+
+/// A Kubernetes client certificate issued by the cluster's CA: the user
+/// `common_name` in the groups `organizations`.
+pub fn client_certificate(
+    ca: &CertificateAuthority,
+    common_name: &str,
+    organizations: &[&str],
+) -> Result<IssuedCertificate, PkiError> {
     let issuer = ca.issuer()?;
     let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
     let mut params = CertificateParams::default();
     params.distinguished_name = DistinguishedName::new();
+    for organization in organizations {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, organization.to_string());
+    }
     params
         .distinguished_name
-        .push(DnType::OrganizationName, "system:masters");
-    params.distinguished_name.push(DnType::CommonName, "admin");
+        .push(DnType::CommonName, common_name.to_string());
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let certificate = params.signed_by(&key, &issuer)?;

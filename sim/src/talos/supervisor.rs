@@ -12,11 +12,14 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tracing::warn;
 
 use super::apid::{APID_PORT, Apid, ApidMode, ApidSpec};
 use super::calls::NodeRef;
 use super::kube_api::{self, KUBE_API_PORT, KubeApi, KubeApiSpec};
+use super::kube_control_plane::spec::{ServingNames, store_of};
+use super::kube_control_plane::{self as real, ControlPlaneSpec, start};
 use super::{cluster, faults, lifecycle};
 use crate::app::{AppState, lock};
 use crate::ids::Id;
@@ -30,6 +33,7 @@ pub async fn supervise(sim: AppState, mut stop: watch::Receiver<bool>) {
         sim,
         apids: Pool::default(),
         kube_apis: Pool::default(),
+        control_planes: BTreeMap::new(),
     };
     loop {
         supervisor.reconcile().await;
@@ -40,6 +44,10 @@ pub async fn supervise(sim: AppState, mut stop: watch::Receiver<bool>) {
     }
     supervisor.apids.stop_all(&supervisor.sim);
     supervisor.kube_apis.stop_all(&supervisor.sim);
+    for (store, running) in std::mem::take(&mut supervisor.control_planes) {
+        running.task.abort();
+        supervisor.sim.control_planes.remove(&store);
+    }
 }
 
 /// A server that stands in for one port of a node.
@@ -167,22 +175,80 @@ fn withdraw(sim: &AppState, id: Id, port: u16, addr: SocketAddr) {
     }
 }
 
+/// A real control plane's task, what it was started with, and where its
+/// serving names are sent.
+struct RealControlPlane {
+    spec: ControlPlaneSpec,
+    names: watch::Sender<ServingNames>,
+    task: JoinHandle<()>,
+}
+
 struct Supervisor {
     sim: AppState,
     apids: Pool<Apid>,
     kube_apis: Pool<KubeApi>,
+    /// The real control planes by store id (`kube_control_plane`).
+    control_planes: BTreeMap<String, RealControlPlane>,
 }
 
 impl Supervisor {
     async fn reconcile(&mut self) {
-        let (apids, kube_apis) = self.wanted();
+        let (apids, kube_apis, control_planes) = self.wanted();
+        self.reconcile_control_planes(control_planes);
         self.apids.reconcile(&self.sim, apids).await;
         self.kube_apis.reconcile(&self.sim, kube_apis).await;
     }
 
-    /// Brings the nodes up to now, then says which apids and Kubernetes
-    /// API servers should run.
-    fn wanted(&self) -> (BTreeMap<Id, ApidSpec>, BTreeMap<Id, KubeApiSpec>) {
+    /// Starts the real control planes wanted and not running with that
+    /// spec, and stops the others. One that failed stays failed until its
+    /// spec changes.
+    fn reconcile_control_planes(&mut self, wanted: BTreeMap<String, ControlPlaneSpec>) {
+        let Some(binaries) = self.sim.kube_binaries.clone() else {
+            return;
+        };
+        self.control_planes.retain(|store, running| {
+            let keep = wanted
+                .get(store)
+                .is_some_and(|spec| spec.same_components(&running.spec));
+            if !keep {
+                running.task.abort();
+                self.sim.control_planes.remove(store);
+            }
+            keep
+        });
+        for (store, spec) in wanted {
+            match self.control_planes.get_mut(&store) {
+                Some(running) => {
+                    running.names.send_if_modified(|names| {
+                        let changed = *names != spec.names;
+                        *names = spec.names.clone();
+                        changed
+                    });
+                }
+                None => {
+                    let (names, watched) = watch::channel(spec.names.clone());
+                    let task = tokio::spawn(start::run(
+                        self.sim.clone(),
+                        binaries.clone(),
+                        spec.clone(),
+                        watched,
+                    ));
+                    self.control_planes
+                        .insert(store, RealControlPlane { spec, names, task });
+                }
+            }
+        }
+    }
+
+    /// Brings the nodes up to now, then says which apids, Kubernetes API
+    /// servers and real control planes should run.
+    fn wanted(
+        &self,
+    ) -> (
+        BTreeMap<Id, ApidSpec>,
+        BTreeMap<Id, KubeApiSpec>,
+        BTreeMap<String, ControlPlaneSpec>,
+    ) {
         let mut world = self.sim.world();
         let now = world.now;
         let updates = lifecycle::plan(&world, now);
@@ -195,13 +261,19 @@ impl Supervisor {
             .filter_map(|server| spec(&world, server))
             .map(|spec| (spec.node.server, spec))
             .collect();
-        let kube_apis = world
+        let release = self.sim.kube_binaries.as_ref().map(|b| b.version.as_str());
+        let kube_apis: BTreeMap<Id, KubeApiSpec> = world
             .servers
             .values()
-            .filter_map(|server| kube_api::spec(&world, server))
-            .map(|spec| (spec.node.server, spec))
+            .filter_map(|server| {
+                let mut spec = kube_api::spec(&world, server)?;
+                spec.real = release.and_then(|r| store_of(server, r));
+                Some((spec.node.server, spec))
+            })
             .collect();
-        (apids, kube_apis)
+        let control_planes =
+            release.map_or_else(BTreeMap::new, |r| real::wanted(&world, r, &kube_apis));
+        (apids, kube_apis, control_planes)
     }
 }
 

@@ -43,6 +43,7 @@ use super::calls::NodeRef;
 use super::cluster;
 use super::etcd::{self, etcd_ready};
 use super::faults;
+use super::kube_control_plane;
 use super::lifecycle;
 use super::pki::{self, CertificateAuthority, PkiError};
 use super::tls::{self, ClientCheck, TlsError};
@@ -84,6 +85,10 @@ pub struct KubeApiSpec {
     pub arch: Architecture,
     /// Whether it takes TLS 1.3 only, as on Talos v1.14 and later.
     pub tls13_only: bool,
+    /// The store id of the real control plane (`kube_control_plane`) its
+    /// connections pass through to, if its ring has one; else it answers
+    /// itself, from the emulated store.
+    pub real: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +147,7 @@ pub fn spec(world: &World, server: &Server) -> Option<KubeApiSpec> {
             .as_ref()
             .unwrap_or(&config.installs)
             .at_least(1, 14),
+        real: None,
     })
 }
 
@@ -203,6 +209,12 @@ pub struct KubeApi {
 
 impl KubeApi {
     pub async fn start(sim: AppState, spec: KubeApiSpec) -> Result<Self, KubeApiError> {
+        if let Some(store) = spec.real.clone() {
+            let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+            let addr = listener.local_addr()?;
+            let accept = tokio::spawn(pass_through(listener, sim, spec.node, store));
+            return Ok(Self { spec, addr, accept });
+        }
         let identity = pki::kube_apiserver_identity(&spec.ca, &spec.ips, &spec.dns_names)?;
         let config = tls::kube_api_config(identity, &spec.ca.certificate, spec.tls13_only)?;
         let clients = Arc::new(ClientCheck::trusting(&spec.ca.certificate)?);
@@ -253,6 +265,44 @@ async fn accept(
                     ));
                 }
                 Err(e) => debug!("emulated kube-apiserver accept: {e}"),
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// Passes each connection through to the ring's real kube-apiserver while
+/// the node's own would be ready (else closes it, as a node whose API
+/// server is down refuses).
+async fn pass_through(listener: TcpListener, sim: AppState, node: NodeRef, store: String) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((mut tcp, _)) => {
+                    let (sim, store) = (sim.clone(), store.clone());
+                    connections.spawn(async move {
+                        let ready = {
+                            let mut world = sim.world();
+                            let now = world.now;
+                            lifecycle::settle(&mut world, now);
+                            readiness(&world, node)
+                        };
+                        if let Err(why) = ready {
+                            return debug!("kube-apiserver of {node:?} not ready: {why}");
+                        }
+                        let Some(addr) = kube_control_plane::address(&sim, &store).await else {
+                            return debug!("the real control plane {store} does not serve");
+                        };
+                        match TcpStream::connect(addr).await {
+                            Ok(mut upstream) => {
+                                let _ = tokio::io::copy_bidirectional(&mut tcp, &mut upstream).await;
+                            }
+                            Err(e) => debug!("the real control plane {store} at {addr}: {e}"),
+                        }
+                    });
+                }
+                Err(e) => debug!("kube-apiserver pass-through accept: {e}"),
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }

@@ -1,0 +1,330 @@
+//! The emulated kubelets of a ring's nodes, talking to the real API server
+//! each with its own client certificate (`system:node:<name>` in
+//! `system:nodes`, so the Node authorizer and NodeRestriction judge what it
+//! does): a kubelet that runs registers its Node (with the taints a kubelet
+//! registers with, `uninitialized` when the cloud provider is external),
+//! files its kubelet-serving CSR, keeps its Lease in `kube-node-lease`
+//! renewed and its status posted (`Ready` once a CNI DaemonSet exists, as
+//! in `crate::kube::nodes`, and the Node has its pod range), and on a control plane keeps the mirror pods
+//! of its static pods. A kubelet that stops just goes quiet:
+//! kube-controller-manager's node lifecycle controller marks it `Unknown`.
+//! A Node whose server is gone is deleted, as Hetzner's cloud controller
+//! manager would.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+use tracing::{debug, warn};
+
+use super::client::{Client, ClientError};
+use crate::kube::csr;
+use crate::kube::nodes::{self, NodeFacts};
+use crate::talos::pki::{self, CertificateAuthority};
+
+/// How often a Lease is renewed and a status posted.
+const HEARTBEAT_SECONDS: u64 = 10;
+const LEASE_SECONDS: u64 = 40;
+
+struct Kubelet {
+    client: Client,
+    /// When the status and lease were last posted (unix seconds), and the
+    /// status then.
+    posted: Option<(u64, Value)>,
+    mirror_pods: BTreeSet<String>,
+}
+
+pub struct Kubelets {
+    base: String,
+    ca: CertificateAuthority,
+    external_cloud_provider: bool,
+    running: BTreeMap<String, Kubelet>,
+}
+
+impl Kubelets {
+    pub fn new(base: &str, ca: &CertificateAuthority, external_cloud_provider: bool) -> Self {
+        Self {
+            base: base.to_string(),
+            ca: ca.clone(),
+            external_cloud_provider,
+            running: BTreeMap::new(),
+        }
+    }
+
+    /// One pass over the nodes `facts` describes, at `now` (unix seconds).
+    pub async fn sync(
+        &mut self,
+        admin: &Client,
+        facts: &[NodeFacts],
+        now: u64,
+    ) -> Result<(), ClientError> {
+        let cni = cni_present(admin).await?;
+        let registered = admin.get("/api/v1/nodes").await?;
+        // Registered nodes, and whether each has its pod range yet.
+        let known: BTreeMap<String, bool> = registered.body["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|n| {
+                let name = n["metadata"]["name"].as_str()?.to_string();
+                Some((name, n["spec"]["podCIDR"].is_string()))
+            })
+            .collect();
+        for gone in known
+            .keys()
+            .filter(|k| !facts.iter().any(|f| &f.name == *k))
+        {
+            admin
+                .call("DELETE", &format!("/api/v1/nodes/{gone}"), "", None)
+                .await?;
+            self.running.remove(gone);
+        }
+        for fact in facts {
+            if !fact.kubelet_running {
+                self.running.remove(&fact.name);
+                continue;
+            }
+            // The CNI sets a node up once it has its pod range
+            // (kube-controller-manager's to give): only then Ready.
+            let pod_range = known.get(&fact.name).copied();
+            let network_ready = cni && pod_range == Some(true);
+            if let Err(e) = self
+                .beat(admin, fact, network_ready, pod_range.is_some(), now)
+                .await
+            {
+                warn!(node = fact.name, "emulated kubelet: {e}");
+                self.running.remove(&fact.name);
+            }
+        }
+        Ok(())
+    }
+
+    async fn beat(
+        &mut self,
+        admin: &Client,
+        fact: &NodeFacts,
+        cni: bool,
+        known: bool,
+        now: u64,
+    ) -> Result<(), String> {
+        if !self.running.contains_key(&fact.name) {
+            let user = pki::client_certificate(
+                &self.ca,
+                &format!("system:node:{}", fact.name),
+                &["system:nodes"],
+            )
+            .map_err(|e| e.to_string())?;
+            let client = Client::new(&self.base, &self.ca, &user).map_err(|e| e.to_string())?;
+            self.running.insert(
+                fact.name.clone(),
+                Kubelet {
+                    client,
+                    posted: None,
+                    mirror_pods: BTreeSet::new(),
+                },
+            );
+        }
+        let external = self.external_cloud_provider;
+        let kubelet = self.running.get_mut(&fact.name).expect("inserted above");
+        let desired = nodes::node(fact, cni, None, now);
+        if !known {
+            register(&kubelet.client, admin, fact, &desired, external).await?;
+            kubelet.posted = None;
+            kubelet.mirror_pods.clear();
+        }
+        let status = json!({"status": status_of(&desired)});
+        let due = match &kubelet.posted {
+            None => true,
+            Some((at, last)) => now >= at + HEARTBEAT_SECONDS || last != &status,
+        };
+        if due {
+            let path = format!("/api/v1/nodes/{}/status", fact.name);
+            expect_ok(
+                kubelet.client.patch(&path, &status).await,
+                "post its status",
+            )?;
+            renew_lease(&kubelet.client, &fact.name, now).await?;
+            kubelet.posted = Some((now, status));
+        }
+        if fact.control_plane {
+            for pod in nodes::static_pods(fact, now) {
+                let name = pod["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                if !kubelet.mirror_pods.contains(&name)
+                    && mirror(&kubelet.client, &fact.name, pod).await?
+                {
+                    kubelet.mirror_pods.insert(name);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn expect_ok(
+    answer: Result<super::client::Answer, ClientError>,
+    what: &str,
+) -> Result<Value, String> {
+    let answer = answer.map_err(|e| e.to_string())?;
+    if answer.ok() {
+        Ok(answer.body)
+    } else {
+        Err(format!(
+            "cannot {what}: HTTP {}: {}",
+            answer.status,
+            answer.body["message"].as_str().unwrap_or("")
+        ))
+    }
+}
+
+/// The status a kubelet posts (conditions, addresses, node info, capacity).
+fn status_of(node: &Value) -> Value {
+    let mut status = node["status"].clone();
+    let capacity =
+        json!({"cpu": "2", "memory": "3900Mi", "pods": "110", "ephemeral-storage": "38Gi"});
+    status["capacity"] = capacity.clone();
+    status["allocatable"] = capacity;
+    status
+}
+
+/// Labels a kubelet may not set on its own Node (NodeRestriction): Talos
+/// applies them on a control plane with its admin credentials.
+const RESTRICTED_LABELS: &str = "node-role.kubernetes.io/";
+
+/// Creates the Node as a kubelet registers it, then files its serving CSR;
+/// the labels a kubelet may not set come after, from Talos.
+async fn register(
+    client: &Client,
+    admin: &Client,
+    fact: &NodeFacts,
+    desired: &Value,
+    external: bool,
+) -> Result<(), String> {
+    let mut node = desired.clone();
+    let mut restricted = serde_json::Map::new();
+    if let Some(labels) = node["metadata"]["labels"].as_object_mut() {
+        labels.retain(|key, value| {
+            let own = !key.starts_with(RESTRICTED_LABELS);
+            if !own {
+                restricted.insert(key.clone(), value.clone());
+            }
+            own
+        });
+    }
+    node["status"] = status_of(desired);
+    let mut taints: Vec<Value> = node["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["key"] == "node-role.kubernetes.io/control-plane")
+        .cloned()
+        .collect();
+    taints.push(json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}));
+    if external {
+        taints.push(json!({"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}));
+    }
+    node["spec"]["taints"] = Value::Array(taints);
+    let answer = client
+        .post("/api/v1/nodes", &node)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !answer.ok() && answer.status != 409 {
+        return Err(format!(
+            "cannot register: HTTP {}: {}",
+            answer.status,
+            answer.body["message"].as_str().unwrap_or("")
+        ));
+    }
+    if !restricted.is_empty() {
+        let patch = json!({"metadata": {"labels": restricted}});
+        let path = format!("/api/v1/nodes/{}", fact.name);
+        expect_ok(admin.patch(&path, &patch).await, "label the node")?;
+    }
+    let mut request = csr::kubelet_csr(&fact.name, fact.ip);
+    request["metadata"] = json!({"generateName": "csr-"});
+    for field in ["username", "groups"] {
+        if let Some(spec) = request["spec"].as_object_mut() {
+            spec.remove(field);
+        }
+    }
+    if let Some(object) = request.as_object_mut() {
+        object.remove("status");
+    }
+    let path = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+    expect_ok(client.post(path, &request).await, "file its serving CSR")?;
+    debug!(node = fact.name, "emulated kubelet registered");
+    Ok(())
+}
+
+async fn renew_lease(client: &Client, name: &str, now: u64) -> Result<(), String> {
+    let micro = format!(
+        "{}.000000Z",
+        crate::kube::timestamp(now).trim_end_matches('Z')
+    );
+    let spec =
+        json!({"holderIdentity": name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": micro});
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}");
+    let answer = client
+        .patch(&path, &json!({"spec": spec}))
+        .await
+        .map_err(|e| e.to_string())?;
+    if answer.status == 404 {
+        let lease = json!({
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": "kube-node-lease"},
+            "spec": spec,
+        });
+        let collection = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+        expect_ok(client.post(collection, &lease).await, "create its lease")?;
+        return Ok(());
+    }
+    expect_ok(Ok(answer), "renew its lease").map(|_| ())
+}
+
+/// Creates the mirror pod of a static pod (owned by the Node, as the
+/// kubelet makes them) and posts it Running; true when it exists.
+async fn mirror(client: &Client, node: &str, mut pod: Value) -> Result<bool, String> {
+    let found = client
+        .get(&format!("/api/v1/nodes/{node}"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let Some(uid) = found.body["metadata"]["uid"].as_str() else {
+        return Ok(false);
+    };
+    let name = pod["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    pod["metadata"]["annotations"]["kubernetes.io/config.mirror"] = json!("hct-sim");
+    pod["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "v1", "kind": "Node", "name": node, "uid": uid, "controller": true,
+    }]);
+    let status = pod["status"].take();
+    let path = "/api/v1/namespaces/kube-system/pods";
+    let answer = client.post(path, &pod).await.map_err(|e| e.to_string())?;
+    if !answer.ok() && answer.status != 409 {
+        return Err(format!(
+            "cannot create mirror pod {name}: HTTP {}: {}",
+            answer.status,
+            answer.body["message"].as_str().unwrap_or("")
+        ));
+    }
+    let path = format!("{path}/{name}/status");
+    expect_ok(
+        client.patch(&path, &json!({"status": status})).await,
+        "post its mirror pod's status",
+    )?;
+    Ok(true)
+}
+
+/// Whether a CNI DaemonSet exists, by the rule of `crate::kube::nodes`.
+async fn cni_present(admin: &Client) -> Result<bool, ClientError> {
+    let answer = admin.get("/apis/apps/v1/daemonsets").await?;
+    Ok(answer.body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(nodes::is_cni_daemonset))
+}

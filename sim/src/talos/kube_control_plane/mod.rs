@@ -1,0 +1,106 @@
+//! A real Kubernetes control plane behind an emulated cluster: when hct-sim
+//! is given the binaries ([`KubeBinaries`]: etcd, kube-apiserver,
+//! kube-controller-manager, built by `scripts/ensure-peers`), each etcd
+//! cluster ("ring", see `etcd`) whose Kubernetes release is theirs gets
+//! one real etcd, one real kube-apiserver and one real
+//! kube-controller-manager on loopback, started with the flags and
+//! certificates Talos derives from the control planes' machine config.
+//! Every control plane's port 6443 (`kube_api`) then passes its
+//! connections through to that kube-apiserver while the node's own API
+//! server would run, so TLS, authentication, RBAC, admission, server-side
+//! apply and node CIDR allocation are the real ones'. Clusters of another
+//! release, and every cluster when no binaries are given, are served by
+//! the emulated store (`crate::kube`).
+//!
+//! - `settings`: what the components take from a config that the rest of
+//!   the emulation does not read (service-account key, encryption, extra
+//!   arguments);
+//! - `spec`: which control planes should run, and with what;
+//! - `files` and `process`: their certificates and configuration files,
+//!   and the child processes;
+//! - `start`: the order they start in and the wait for readiness;
+//! - `client`: requests to the real API server as a given user;
+//! - `kubelets`: the emulated kubelets (Nodes, leases, mirror pods and
+//!   serving CSRs, each node with its own credentials) and Talos'
+//!   bootstrap manifests, kept in line with the world.
+//!
+//! Not real here: one etcd member per ring (the membership Talos' API
+//! reports stays the emulated one), kube-scheduler (no pod is scheduled),
+//! and the kubelets' TLS bootstrap (their client certificates are issued
+//! by the sim with the cluster's CA instead of through a bootstrap-token
+//! CSR).
+
+pub mod bootstrap;
+pub mod client;
+pub mod files;
+pub mod kubelets;
+pub mod process;
+pub mod settings;
+pub mod spec;
+pub mod start;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::app::{Shared, lock};
+
+pub use self::spec::{ControlPlaneSpec, wanted};
+
+/// The real components hct-sim runs, and the Kubernetes release they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeBinaries {
+    pub etcd: PathBuf,
+    pub kube_apiserver: PathBuf,
+    pub kube_controller_manager: PathBuf,
+    /// `v1.37.2`: clusters configured for another release stay emulated.
+    pub version: String,
+    /// Where their data, certificates and logs go (a directory per ring).
+    pub work_dir: PathBuf,
+}
+
+/// Where a ring's control plane is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Starting,
+    Ready(SocketAddr),
+    Failed(String),
+}
+
+/// The rings' control planes by store id (`kube_api::store::store_id`).
+#[derive(Default)]
+pub struct Registry(std::sync::Mutex<BTreeMap<String, Status>>);
+
+impl Registry {
+    pub fn set(&self, store: &str, status: Status) {
+        lock(&self.0).insert(store.to_string(), status);
+    }
+
+    pub fn remove(&self, store: &str) {
+        lock(&self.0).remove(store);
+    }
+
+    pub fn get(&self, store: &str) -> Option<Status> {
+        lock(&self.0).get(store).cloned()
+    }
+}
+
+/// How long a connection to a control plane that is starting waits for its
+/// kube-apiserver (a cold start takes some seconds on a busy machine).
+const START_WAIT: Duration = Duration::from_secs(90);
+
+/// The address of `store`'s kube-apiserver, once it serves; None if it
+/// failed or does not start in time.
+pub async fn address(sim: &Shared, store: &str) -> Option<SocketAddr> {
+    let deadline = tokio::time::Instant::now() + START_WAIT;
+    loop {
+        match sim.control_planes.get(store) {
+            Some(Status::Ready(addr)) => return Some(addr),
+            Some(Status::Starting) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => return None,
+        }
+    }
+}

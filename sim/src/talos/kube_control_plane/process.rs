@@ -1,0 +1,94 @@
+//! A component as a child process: its output appended to `<name>.log` in
+//! the ring's directory, killed when dropped, and (on Linux) when the
+//! thread that started it ends, so that no component outlives hct-sim.
+
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::process::Stdio;
+
+use tokio::process::{Child, Command};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("cannot start {name} ({binary}): {source}")]
+    Spawn {
+        name: String,
+        binary: String,
+        source: std::io::Error,
+    },
+    #[error("{name} exited ({status}); the end of {log}:\n{tail}")]
+    Exited {
+        name: String,
+        status: String,
+        log: String,
+        tail: String,
+    },
+}
+
+/// A running component.
+pub struct Component {
+    pub name: &'static str,
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Component {
+    pub fn spawn(
+        name: &'static str,
+        binary: &Path,
+        args: &[String],
+        dir: &Path,
+    ) -> Result<Self, ProcessError> {
+        let log = dir.join(format!("{name}.log"));
+        let spawn_error = |source| ProcessError::Spawn {
+            name: name.to_string(),
+            binary: binary.display().to_string(),
+            source,
+        };
+        let out = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(spawn_error)?;
+        let err = out.try_clone().map_err(spawn_error)?;
+        let mut command = Command::new(binary);
+        command
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .kill_on_drop(true);
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(spawn_error)?;
+        Ok(Self { name, child, log })
+    }
+
+    /// Err when the process has ended, with the end of its log.
+    pub fn check(&mut self) -> Result<(), ProcessError> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => Err(self.exited(status.to_string())),
+            Err(e) => Err(self.exited(e.to_string())),
+        }
+    }
+
+    fn exited(&self, status: String) -> ProcessError {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+        ProcessError::Exited {
+            name: self.name.to_string(),
+            status,
+            log: self.log.display().to_string(),
+            tail,
+        }
+    }
+}

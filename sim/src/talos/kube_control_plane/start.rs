@@ -1,0 +1,337 @@
+//! One ring's control plane from start to stop: its files, etcd, then
+//! kube-apiserver (waited for until `/readyz` answers), then
+//! kube-controller-manager, each with the arguments Talos gives it and the
+//! config's `extraArgs` on top (except where they would listen: hct-sim
+//! listens on loopback only); then, every couple of seconds until the task
+//! is aborted, Talos' bootstrap manifests (until all exist) and the
+//! emulated kubelets. The registry says Starting, Ready or Failed; a
+//! component that exits fails the whole (its log's end in the message).
+//! Aborting the task kills the processes (they are dropped).
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use super::bootstrap;
+use super::client::{Client, ClientError};
+use super::files::{self, FilesError, Layout};
+use super::kubelets::Kubelets;
+use super::process::{Component, ProcessError};
+use super::spec::{ControlPlaneSpec, ServingNames};
+use super::{KubeBinaries, Status};
+use crate::app::AppState;
+use crate::clock::Timestamp;
+use crate::talos::kube_api::store::facts;
+use crate::talos::lifecycle;
+use crate::talos::manifests as rendered;
+use crate::talos::pki::{self, PkiError};
+
+/// How long kube-apiserver may take to answer `/readyz` with ok.
+const READY_WAIT: Duration = Duration::from_secs(180);
+const PASS: Duration = Duration::from_secs(2);
+const ATTEMPTS: u32 = 3;
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Files(#[from] FilesError),
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+    #[error("no free loopback port: {0}")]
+    Port(std::io::Error),
+    #[error("kube-apiserver did not become ready within {0:?}")]
+    NotReady(Duration),
+}
+
+/// Runs `spec`'s control plane until aborted; when it fails (a port taken
+/// in between, a component that exits), starts it again, up to
+/// `ATTEMPTS` times, then says so in the registry and ends.
+pub async fn run(
+    sim: AppState,
+    binaries: KubeBinaries,
+    spec: ControlPlaneSpec,
+    names: watch::Receiver<ServingNames>,
+) {
+    for attempt in 1..=ATTEMPTS {
+        sim.control_planes.set(&spec.store, Status::Starting);
+        let Err(e) = serve(&sim, &binaries, &spec, names.clone()).await;
+        warn!(
+            cluster = spec.cluster_name,
+            "real control plane (attempt {attempt} of {ATTEMPTS}): {e}"
+        );
+        if attempt == ATTEMPTS {
+            sim.control_planes
+                .set(&spec.store, Status::Failed(e.to_string()));
+        } else {
+            tokio::time::sleep(RETRY_AFTER).await;
+        }
+    }
+}
+
+async fn serve(
+    sim: &AppState,
+    binaries: &KubeBinaries,
+    spec: &ControlPlaneSpec,
+    mut names: watch::Receiver<ServingNames>,
+) -> Result<std::convert::Infallible, StartError> {
+    let layout = Layout::of(&binaries.work_dir, &spec.store);
+    let [etcd_client, etcd_peer, api_port] = free_ports()?;
+    let base = format!("https://127.0.0.1:{api_port}");
+    files::write(&layout, spec, &base)?;
+    let mut etcd = Component::spawn(
+        "etcd",
+        &binaries.etcd,
+        &etcd_args(&layout, etcd_client, etcd_peer),
+        &layout.dir,
+    )?;
+    let api_args = api_server_args(spec, &layout, api_port, etcd_client);
+    let mut api_server = Component::spawn(
+        "kube-apiserver",
+        &binaries.kube_apiserver,
+        &api_args,
+        &layout.dir,
+    )?;
+    let admin_user = pki::client_certificate(&spec.kubernetes_ca, "hct-sim", &["system:masters"])?;
+    let admin = Client::new(&base, &spec.kubernetes_ca, &admin_user)?;
+    let deadline = tokio::time::Instant::now() + READY_WAIT;
+    loop {
+        etcd.check()?;
+        api_server.check()?;
+        if admin.get("/readyz").await.is_ok_and(|a| a.ok()) {
+            break;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(StartError::NotReady(READY_WAIT));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let manager_args = controller_manager_args(spec, &layout);
+    let mut manager = Component::spawn(
+        "kube-controller-manager",
+        &binaries.kube_controller_manager,
+        &manager_args,
+        &layout.dir,
+    )?;
+    info!(
+        cluster = spec.cluster_name,
+        "real control plane serving at {base}"
+    );
+    sim.control_planes.set(
+        &spec.store,
+        Status::Ready(SocketAddr::from(([127, 0, 0, 1], api_port))),
+    );
+    let mut kubelets = Kubelets::new(
+        &base,
+        &spec.kubernetes_ca,
+        spec.settings.external_cloud_provider(),
+    );
+    let mut manifests_done = false;
+    loop {
+        for component in [&mut etcd, &mut api_server, &mut manager] {
+            component.check()?;
+        }
+        if names.has_changed().unwrap_or(false) {
+            let current = names.borrow_and_update().clone();
+            files::serving_certificate(&layout, spec, &current)?;
+        }
+        let (node_facts, objects) = read_world(sim, spec, manifests_done);
+        if !manifests_done {
+            manifests_done = bootstrap::create_missing(&admin, &objects)
+                .await
+                .unwrap_or_else(|e| {
+                    warn!(cluster = spec.cluster_name, "bootstrap manifests: {e}");
+                    false
+                });
+        }
+        if let Err(e) = kubelets
+            .sync(&admin, &node_facts, Timestamp::now().unix_seconds())
+            .await
+        {
+            warn!(cluster = spec.cluster_name, "emulated kubelets: {e}");
+        }
+        tokio::time::sleep(PASS).await;
+    }
+}
+
+/// The cluster's nodes as its kubelets see them, and (unless done) the
+/// bootstrap manifests of a control plane of the ring that runs.
+fn read_world(
+    sim: &AppState,
+    spec: &ControlPlaneSpec,
+    manifests_done: bool,
+) -> (
+    Vec<crate::kube::nodes::NodeFacts>,
+    Vec<(String, serde_json::Value)>,
+) {
+    let mut world = sim.world();
+    let now = world.now;
+    lifecycle::settle(&mut world, now);
+    let node_facts = facts(&world, &spec.cluster);
+    let mut objects = Vec::new();
+    if !manifests_done {
+        let serving = world.servers.values().find_map(|server| {
+            let talos = server.talos.as_ref()?;
+            let config = talos
+                .node
+                .config()
+                .filter(|c| c.is_control_plane() && c.cluster == spec.cluster)?;
+            Some((config.clone(), lifecycle::running_version(talos)?))
+        });
+        if let Some((config, talos)) = serving {
+            let mut problems = Vec::new();
+            for manifest in rendered::render(&config, &talos, &mut problems) {
+                for object in manifest.objects {
+                    objects.push((manifest.id.clone(), object));
+                }
+            }
+            for problem in problems {
+                warn!(
+                    cluster = spec.cluster_name,
+                    "bootstrap manifests: {problem}"
+                );
+            }
+        }
+    }
+    (node_facts, objects)
+}
+
+/// Loopback ports free now, all different (each held until all are found).
+fn free_ports<const N: usize>() -> Result<[u16; N], StartError> {
+    let mut held = Vec::with_capacity(N);
+    let mut ports = [0; N];
+    for port in &mut ports {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(StartError::Port)?;
+        *port = listener.local_addr().map_err(StartError::Port)?.port();
+        held.push(listener);
+    }
+    Ok(ports)
+}
+
+fn etcd_args(layout: &Layout, client: u16, peer: u16) -> Vec<String> {
+    let client = format!("http://127.0.0.1:{client}");
+    let peer = format!("http://127.0.0.1:{peer}");
+    vec![
+        "--name=sim".into(),
+        format!("--data-dir={}", layout.etcd_data().display()),
+        format!("--listen-client-urls={client}"),
+        format!("--advertise-client-urls={client}"),
+        format!("--listen-peer-urls={peer}"),
+        format!("--initial-advertise-peer-urls={peer}"),
+        format!("--initial-cluster=sim={peer}"),
+        "--log-level=warn".into(),
+    ]
+}
+
+fn joined(nets: &[ipnet::IpNet]) -> String {
+    nets.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Talos' own arguments, the config's extra ones over them, then where it
+/// listens.
+fn with_extra(
+    mut args: BTreeMap<String, String>,
+    extra: &BTreeMap<String, String>,
+    listen: &[(&str, String)],
+) -> Vec<String> {
+    args.extend(extra.clone());
+    for (flag, value) in listen {
+        args.insert(flag.to_string(), value.clone());
+    }
+    args.into_iter()
+        .map(|(k, v)| format!("--{k}={v}"))
+        .collect()
+}
+
+fn api_server_args(spec: &ControlPlaneSpec, layout: &Layout, port: u16, etcd: u16) -> Vec<String> {
+    let path = |name: &str| layout.path(name).display().to_string();
+    let mut args: BTreeMap<String, String> = [
+        ("allow-privileged", "true".to_string()),
+        ("api-audiences", spec.endpoint.clone()),
+        ("authentication-config", path("authentication.json")),
+        ("authorization-mode", "Node,RBAC".into()),
+        ("client-ca-file", path("pki/ca.crt")),
+        ("enable-admission-plugins", "NodeRestriction".into()),
+        ("enable-bootstrap-token-auth", "true".into()),
+        ("etcd-servers", format!("http://127.0.0.1:{etcd}")),
+        (
+            "kubelet-preferred-address-types",
+            "InternalIP,ExternalIP,Hostname".into(),
+        ),
+        ("profiling", "false".into()),
+        ("service-account-issuer", spec.endpoint.clone()),
+        ("service-account-key-file", path("pki/sa.key")),
+        ("service-account-signing-key-file", path("pki/sa.key")),
+        ("service-cluster-ip-range", joined(&spec.services)),
+        ("tls-cert-file", path("pki/apiserver.crt")),
+        ("tls-private-key-file", path("pki/apiserver.key")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    if spec.settings.encryption.is_some() {
+        args.insert("encryption-provider-config".into(), path("encryption.json"));
+    }
+    if spec.tls13_only {
+        args.insert("tls-min-version".into(), "VersionTLS13".into());
+    }
+    if let Some(ip) = spec.names.ips.first() {
+        args.insert("advertise-address".into(), ip.to_string());
+    }
+    with_extra(
+        args,
+        &spec.settings.api_server_args,
+        &[
+            ("bind-address", "127.0.0.1".into()),
+            ("secure-port", port.to_string()),
+        ],
+    )
+}
+
+fn controller_manager_args(spec: &ControlPlaneSpec, layout: &Layout) -> Vec<String> {
+    let path = |name: &str| layout.path(name).display().to_string();
+    let kubeconfig = path("controller-manager.kubeconfig");
+    let args: BTreeMap<String, String> = [
+        ("allocate-node-cidrs", "true".to_string()),
+        ("authentication-kubeconfig", kubeconfig.clone()),
+        ("authorization-kubeconfig", kubeconfig.clone()),
+        ("cluster-cidr", joined(&spec.pods)),
+        ("cluster-name", spec.cluster_name.clone()),
+        ("cluster-signing-cert-file", path("pki/ca.crt")),
+        ("cluster-signing-key-file", path("pki/ca.key")),
+        ("controllers", "*,bootstrapsigner,tokencleaner".into()),
+        ("configure-cloud-routes", "false".into()),
+        ("kubeconfig", kubeconfig),
+        ("leader-elect", "true".into()),
+        (
+            "node-cidr-mask-size-ipv4",
+            spec.node_cidr_mask_ipv4.to_string(),
+        ),
+        ("profiling", "false".into()),
+        ("root-ca-file", path("pki/ca.crt")),
+        ("service-account-private-key-file", path("pki/sa.key")),
+        ("service-cluster-ip-range", joined(&spec.services)),
+        ("use-service-account-credentials", "true".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    with_extra(
+        args,
+        &spec.settings.controller_manager_args,
+        &[
+            ("bind-address", "127.0.0.1".into()),
+            ("secure-port", "0".into()),
+        ],
+    )
+}

@@ -1,0 +1,104 @@
+//! The reference cluster on hct-sim with a real Kubernetes control plane
+//! behind it (etcd, kube-apiserver and kube-controller-manager built by
+//! `scripts/ensure-peers`, see `talos::kube_control_plane` in hct-sim),
+//! applied by a real Terraform or OpenTofu and judged by the real
+//! components and kubectl: the nodes hct's configs describe register with
+//! the real API server, kube-controller-manager gives each its pod range
+//! from the plan's pod CIDR at the planned mask, the CNI hct applies turns
+//! them Ready, and the kubeconfig hct hands out is the real server's.
+
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use serde_json::Value;
+
+use crate::peers::kubectl::{kubectl, run, succeeded, through_proxy};
+use crate::support;
+use crate::support::reference::{CNI_MANIFEST, resource_values, workspace};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
+    let kubectl = kubectl();
+    let work = tempfile::tempdir().unwrap();
+    let sim = support::sim::start_with_real_kubernetes(work.path()).await;
+    let ws = workspace(&sim);
+    ws.write(
+        "cni.auto.tfvars.json",
+        &serde_json::json!({ "cni_manifest": CNI_MANIFEST }).to_string(),
+    );
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        let outputs = ws.outputs();
+        let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap().to_string();
+        let endpoint = outputs["endpoint"]["value"].as_str().unwrap().to_string();
+        let plan = resource_values(&ws, "data.hct_network_plan.this");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(
+            &path,
+            through_proxy(&kubeconfig, &endpoint, &sim.proxy_url()),
+        )
+        .unwrap();
+        let kubectl_ok =
+            |what: &str, args: &[&str]| succeeded(what, run(&kubectl, dir.path(), &path, args));
+
+        // The real server's table: its columns, not a client-side guess.
+        let table = kubectl_ok("get nodes", &["get", "nodes"]);
+        eprintln!("{table}");
+        let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(
+            header,
+            ["NAME", "STATUS", "ROLES", "AGE", "VERSION"],
+            "{table}"
+        );
+
+        let nodes: Value =
+            serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
+                .unwrap();
+        let items = nodes["items"].as_array().unwrap();
+        assert_eq!(items.len(), 9, "{table}");
+        let pods: Ipv4Net = plan["pod_cidr"].as_str().unwrap().parse().unwrap();
+        let mask = plan["pod_cidr_mask_size"].as_u64().unwrap() as u8;
+        for node in items {
+            let name = node["metadata"]["name"].as_str().unwrap();
+            let ready = node["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == "Ready")
+                .unwrap();
+            // Ready only once the node has its pod range, as a CNI that
+            // takes it from the Node (Cilium's kubernetes IPAM) does.
+            assert_eq!(ready["status"], "True", "{name}: {ready}");
+            let range: Ipv4Net = node["spec"]["podCIDR"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{name} has no podCIDR: {node:#}"))
+                .parse()
+                .unwrap();
+            assert_eq!(range.prefix_len(), mask, "{name}");
+            assert!(pods.contains(&range), "{name}: {range} outside {pods}");
+            let ip: Ipv4Addr = node["status"]["addresses"][0]["address"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(
+                !range.contains(&ip),
+                "{name}: its own IP {ip} in its pod range {range}"
+            );
+        }
+
+        // The kubelets' serving CSRs, filed with their own credentials.
+        let csrs: Value =
+            serde_json::from_str(&kubectl_ok("get csr", &["get", "csr", "-o", "json"])).unwrap();
+        let serving = csrs["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["spec"]["signerName"] == "kubernetes.io/kubelet-serving")
+            .count();
+        assert_eq!(serving, 9, "{csrs:#}");
+    });
+    sim.shutdown().await.unwrap();
+}
