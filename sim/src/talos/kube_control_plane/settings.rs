@@ -139,10 +139,15 @@ mod tests {
 
     #[test]
     fn legacy_fields_and_v1_14_documents_read_alike() {
-        let legacy = "version: v1alpha1\nmachine:\n  kubelet:\n    extraArgs:\n      cloud-provider: external\n\
-                      cluster:\n  serviceAccount:\n    key: LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCmFhYQotLS0tLUVORCBFQyBQUklWQVRFIEtFWS0tLS0tCg==\n\
-                      \x20 secretboxEncryptionSecret: c2VjcmV0\n  controllerManager:\n    extraArgs:\n      node-cidr-mask-size-ipv4: \"24\"\n";
-        let settings = read(legacy);
+        use base64::Engine;
+        let key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n";
+        let legacy = format!(
+            "version: v1alpha1\nmachine:\n  kubelet:\n    extraArgs:\n      cloud-provider: external\n\
+             cluster:\n  serviceAccount:\n    key: {}\n  secretboxEncryptionSecret: c2VjcmV0\n\
+             \x20 controllerManager:\n    extraArgs:\n      node-cidr-mask-size-ipv4: \"24\"\n",
+            base64::engine::general_purpose::STANDARD.encode(key)
+        );
+        let settings = read(&legacy);
         assert!(settings.external_cloud_provider());
         assert!(
             settings
