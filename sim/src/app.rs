@@ -39,6 +39,9 @@ pub struct Shared {
     /// running ones are (`talos::kube_control_plane`).
     pub kube_binaries: Option<KubeBinaries>,
     pub control_planes: Registry,
+    /// This API's base URL (`http://127.0.0.1:port/v1`), once it listens:
+    /// where the clusters' cloud controller managers are pointed.
+    pub api_url: std::sync::OnceLock<String>,
 }
 
 impl Shared {
@@ -55,6 +58,7 @@ impl Shared {
             dirty: AtomicBool::new(false),
             kube_binaries: None,
             control_planes: Registry::default(),
+            api_url: std::sync::OnceLock::new(),
         }
     }
 

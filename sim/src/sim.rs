@@ -129,6 +129,7 @@ impl Sim {
         };
         let api_addr = local(&api_listener, options.listen)?;
         let proxy_addr = local(&proxy_listener, options.proxy_listen)?;
+        let _ = shared.api_url.set(format!("http://{api_addr}/v1"));
 
         let (stop, stopped) = watch::channel(false);
         let mut tasks = Vec::new();

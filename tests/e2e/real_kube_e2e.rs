@@ -5,7 +5,10 @@
 //! components and kubectl: the nodes hct's configs describe register with
 //! the real API server, kube-controller-manager gives each its pod range
 //! from the plan's pod CIDR at the planned mask, the CNI hct applies turns
-//! them Ready, and the kubeconfig hct hands out is the real server's.
+//! them Ready, the real kubelet-csr-approver approves the kubelets'
+//! serving certificates with the settings hct deploys it with, and
+//! Hetzner's real cloud controller manager initialises every node from
+//! hct's `hcloud` Secret against hct-sim's Hetzner API.
 
 use std::net::Ipv4Addr;
 
@@ -89,16 +92,89 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
             );
         }
 
-        // The kubelets' serving CSRs, filed with their own credentials.
-        let csrs: Value =
-            serde_json::from_str(&kubectl_ok("get csr", &["get", "csr", "-o", "json"])).unwrap();
-        let serving = csrs["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["spec"]["signerName"] == "kubernetes.io/kubelet-serving")
-            .count();
-        assert_eq!(serving, 9, "{csrs:#}");
+        // The kubelets' serving CSRs, filed with their own credentials:
+        // approved by the real kubelet-csr-approver with hct's settings,
+        // signed by the real controller-manager.
+        let csrs = eventually("every serving CSR approved and signed", || {
+            let csrs: Value =
+                serde_json::from_str(&kubectl_ok("get csr", &["get", "csr", "-o", "json"]))
+                    .unwrap();
+            let serving: Vec<&Value> = csrs["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["spec"]["signerName"] == "kubernetes.io/kubelet-serving")
+                .collect();
+            let done = serving.len() == 9
+                && serving.iter().all(|c| {
+                    c["status"]["certificate"].is_string()
+                        && c["status"]["conditions"][0]["type"] == "Approved"
+                });
+            done.then_some(csrs.clone()).ok_or(csrs)
+        });
+        eprintln!("{}", kubectl_ok("get csr", &["get", "csr"]));
+        assert!(
+            csrs["items"].as_array().unwrap().iter().all(|c| {
+                c["status"]["conditions"][0]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("kubelet-csr-approver")
+            }),
+            "{csrs:#}"
+        );
+
+        // Hetzner's real cloud controller manager, with hct's hcloud
+        // Secret, against hct-sim's Hetzner API: every node gets its
+        // server's providerID and loses the uninitialized taint.
+        let servers = support::sim::server_ids(&sim);
+        eventually(
+            "every node initialised by the cloud controller manager",
+            || {
+                let nodes: Value =
+                    serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
+                        .unwrap();
+                let done = nodes["items"].as_array().unwrap().iter().all(|n| {
+                    let name = n["metadata"]["name"].as_str().unwrap();
+                    let tainted = n["spec"]["taints"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|t| t["key"] == "node.cloudprovider.kubernetes.io/uninitialized");
+                    // The private IP as InternalIP: hct's network, through
+                    // the Secret's network id.
+                    let internal = n["status"]["addresses"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|a| {
+                            a["type"] == "InternalIP"
+                                && a["address"]
+                                    .as_str()
+                                    .is_some_and(|ip| ip.starts_with("10.0.128."))
+                        });
+                    servers
+                        .get(name)
+                        .is_some_and(|id| n["spec"]["providerID"] == format!("hcloud://{id}"))
+                        && !tainted
+                        && internal
+                });
+                done.then_some(()).ok_or(nodes)
+            },
+        );
     });
     sim.shutdown().await.unwrap();
+}
+
+/// Polls `check` for up to two minutes; panics with its last complaint.
+fn eventually<T>(what: &str, mut check: impl FnMut() -> Result<T, Value>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        match check() {
+            Ok(done) => return done,
+            Err(last) if std::time::Instant::now() > deadline => {
+                panic!("{what}: not within two minutes; last seen:\n{last:#}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_secs(1)),
+        }
+    }
 }

@@ -150,6 +150,9 @@ pub async fn start_with_real_kubernetes(work: &std::path::Path) -> SimHandle {
             etcd: peers.path("ETCD"),
             kube_apiserver: peers.path("KUBE_APISERVER"),
             kube_controller_manager: peers.path("KUBE_CONTROLLER_MANAGER"),
+            csr_approver: (peers.var("CSR_APPROVER_SKIPPED") != "1")
+                .then(|| peers.path("CSR_APPROVER")),
+            hcloud_ccm: (peers.var("HCLOUD_CCM_SKIPPED") != "1").then(|| peers.path("HCLOUD_CCM")),
             version: format!("v{}", peers.var("KUBE_CONTROL_PLANE_VERSION")),
             work_dir: work.to_path_buf(),
         }),

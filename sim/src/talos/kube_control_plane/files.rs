@@ -117,7 +117,8 @@ pub fn serving_certificate(
     // and keeps the old pair, rather than pairing a new certificate with
     // the old key.
     put(layout, "pki/apiserver.key", serving.key.expose(), true)?;
-    put(layout, "pki/apiserver.crt", &serving.certificate, false)
+    put(layout, "pki/apiserver.crt", &serving.certificate, false)?;
+    Ok(())
 }
 
 /// A kubeconfig for `user` at `server`.
@@ -141,7 +142,9 @@ pub fn kubeconfig(server: &str, ca: &str, user: &IssuedCertificate) -> String {
     .to_string()
 }
 
-fn put(layout: &Layout, name: &str, text: &str, private: bool) -> Result<(), FilesError> {
+/// Writes `text` to `name` in the ring's directory (owner-only when
+/// `private`) and says where.
+pub fn put(layout: &Layout, name: &str, text: &str, private: bool) -> Result<PathBuf, FilesError> {
     let path = layout.path(name);
     let wrap = |source| FilesError::Write {
         path: path.clone(),
@@ -159,5 +162,6 @@ fn put(layout: &Layout, name: &str, text: &str, private: bool) -> Result<(), Fil
         .open(&tmp)
         .map_err(wrap)?;
     file.write_all(text.as_bytes()).map_err(wrap)?;
-    fs::rename(&tmp, &path).map_err(wrap)
+    fs::rename(&tmp, &path).map_err(wrap)?;
+    Ok(path)
 }

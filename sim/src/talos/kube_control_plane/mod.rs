@@ -21,8 +21,10 @@
 //! - `start`: the order they start in and the wait for readiness;
 //! - `client`: requests to the real API server as a given user;
 //! - `kubelets`: the emulated kubelets (Nodes, leases, mirror pods and
-//!   serving CSRs, each node with its own credentials) and Talos'
-//!   bootstrap manifests, kept in line with the world.
+//!   serving CSRs, each node with its own credentials), kept in line with
+//!   the world; `bootstrap`: Talos' bootstrap manifests;
+//! - `addons`: kubelet-csr-approver and Hetzner's cloud controller manager
+//!   as real processes, for the clusters that deploy them.
 //!
 //! Not real here: one etcd member per ring (the membership Talos' API
 //! reports stays the emulated one), kube-scheduler (no pod is scheduled),
@@ -30,6 +32,7 @@
 //! by the sim with the cluster's CA instead of through a bootstrap-token
 //! CSR).
 
+pub mod addons;
 pub mod bootstrap;
 pub mod client;
 pub mod files;
@@ -54,6 +57,10 @@ pub struct KubeBinaries {
     pub etcd: PathBuf,
     pub kube_apiserver: PathBuf,
     pub kube_controller_manager: PathBuf,
+    /// kubelet-csr-approver and Hetzner's cloud controller manager, run
+    /// for the clusters that deploy them (`addons`); None: not run.
+    pub csr_approver: Option<PathBuf>,
+    pub hcloud_ccm: Option<PathBuf>,
     /// `v1.37.2`: clusters configured for another release stay emulated.
     pub version: String,
     /// Where their data, certificates and logs go (a directory per ring).

@@ -1,6 +1,10 @@
 //! A component as a child process: its output appended to `<name>.log` in
 //! the ring's directory, killed when dropped, and (on Linux) when the
 //! thread that started it ends, so that no component outlives hct-sim.
+//! Its HTTP proxy is a loopback port nothing listens on: Go programs
+//! dial loopback directly and everything else through the proxy, so a
+//! component that reaches for an address off this machine (a metadata
+//! service, a webhook's Service IP) fails at once instead of sending it.
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -25,6 +29,9 @@ pub enum ProcessError {
     },
 }
 
+/// Where nothing listens (the discard port).
+const DEAD_PROXY: &str = "http://127.0.0.1:9";
+
 /// A running component.
 pub struct Component {
     pub name: &'static str,
@@ -37,6 +44,17 @@ impl Component {
         name: &'static str,
         binary: &Path,
         args: &[String],
+        dir: &Path,
+    ) -> Result<Self, ProcessError> {
+        Self::spawn_with_env(name, binary, args, &[], dir)
+    }
+
+    /// Like `spawn`, with `env` added to hct-sim's environment.
+    pub fn spawn_with_env(
+        name: &'static str,
+        binary: &Path,
+        args: &[String],
+        env: &[(String, String)],
         dir: &Path,
     ) -> Result<Self, ProcessError> {
         let log = dir.join(format!("{name}.log"));
@@ -54,6 +72,13 @@ impl Component {
         let mut command = Command::new(binary);
         command
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("HTTP_PROXY", DEAD_PROXY)
+            .env("HTTPS_PROXY", DEAD_PROXY)
+            .env("NO_PROXY", "")
+            .env_remove("http_proxy")
+            .env_remove("https_proxy")
+            .env_remove("no_proxy")
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(out)

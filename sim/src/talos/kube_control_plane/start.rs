@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::addons::Addons;
 use super::bootstrap;
 use super::client::{Client, ClientError};
 use super::files::{self, FilesError, Layout};
@@ -134,6 +135,12 @@ async fn serve(
         spec.settings.external_cloud_provider(),
     );
     let mut manifests_done = false;
+    let hetzner_api = sim.api_url.get().cloned().unwrap_or_default();
+    let mut addons = Addons::new(
+        binaries.csr_approver.clone(),
+        binaries.hcloud_ccm.clone(),
+        hetzner_api,
+    );
     loop {
         for component in [&mut etcd, &mut api_server, &mut manager] {
             component.check()?;
@@ -157,6 +164,7 @@ async fn serve(
         {
             warn!(cluster = spec.cluster_name, "emulated kubelets: {e}");
         }
+        addons.sync(&admin, spec, &layout, &base).await;
         tokio::time::sleep(PASS).await;
     }
 }
