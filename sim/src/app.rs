@@ -15,7 +15,7 @@ use crate::ids::Id;
 use crate::ratelimit::RateLimiter;
 use crate::requests::RequestLog;
 use crate::state::World;
-use crate::talos::kube_control_plane::{KubeBinaries, Registry};
+use crate::talos::kube_control_plane::{KubeBinaries, Registry, WorkDir};
 
 pub type AppState = Arc<Shared>;
 
@@ -38,6 +38,7 @@ pub struct Shared {
     /// The real Kubernetes components to run, if any, and where the
     /// running ones are (`talos::kube_control_plane`).
     pub kube_binaries: Option<KubeBinaries>,
+    pub kube_work_dir: Option<WorkDir>,
     pub control_planes: Registry,
     /// This API's base URL (`http://127.0.0.1:port/v1`), once it listens:
     /// where the clusters' cloud controller managers are pointed.
@@ -57,6 +58,7 @@ impl Shared {
             events,
             dirty: AtomicBool::new(false),
             kube_binaries: None,
+            kube_work_dir: None,
             control_planes: Registry::default(),
             api_url: std::sync::OnceLock::new(),
         }

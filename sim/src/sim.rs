@@ -25,6 +25,7 @@ use crate::rescue::RescueFault;
 use crate::state::{World, WorldConfig};
 use crate::talos::faults::{GrpcCode, ServerRef, TalosFault};
 pub use crate::talos::kube_control_plane::KubeBinaries;
+use crate::talos::kube_control_plane::WorkDir;
 use crate::{admin, api, gateway, rescue, seed, socks5, talos};
 
 /// How often due actions are finished when nobody asks.
@@ -102,6 +103,11 @@ pub enum SimError {
     UnknownPrivateIp(Ipv4Addr),
     #[error("server {0} not found")]
     UnknownServer(Id),
+    #[error("cannot make a directory in {path} for the Kubernetes components: {source}")]
+    WorkDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 pub struct Sim;
@@ -213,7 +219,17 @@ fn build_shared(options: &SimOptions) -> Result<Shared, SimError> {
         RateLimiter::per_hour(options.rate_limit),
         RouteFaults::new(route_rules, options.fault_seed),
     );
-    shared.kube_binaries = options.kubernetes.clone();
+    if let Some(binaries) = &options.kubernetes {
+        let work = WorkDir::create(&binaries.work_dir).map_err(|source| SimError::WorkDir {
+            path: binaries.work_dir.clone(),
+            source,
+        })?;
+        shared.kube_binaries = Some(KubeBinaries {
+            work_dir: work.path().to_path_buf(),
+            ..binaries.clone()
+        });
+        shared.kube_work_dir = Some(work);
+    }
     Ok(shared)
 }
 

@@ -8,7 +8,11 @@
 //! manifest is applied (server-side apply, field manager `hct`) and a
 //! removed one pruned; a new `ccm_token` updates the Secret, and so does
 //! a write-only `ccm_token_wo` with a new version (never in state); a plan after
-//! each apply is empty.
+//! each apply is empty. That test runs on hct-sim's real control plane
+//! (etcd, kube-apiserver, kube-controller-manager, the real approver and
+//! Hetzner's CCM: `support::sim::start_with_real_kubernetes`), so
+//! server-side apply, pruning and the namespace controller are the real
+//! ones.
 //!
 //! A `kubernetes_version` upgrade goes like `talosctl upgrade-k8s`: the
 //! control-plane components node by node, then the kubelets node by node,
@@ -18,10 +22,12 @@
 //! DaemonSet, switched on here) are applied again for the new release, as
 //! Talos' field manager. An upgrade stopped half-way is finished by the next apply
 //! without patching a node twice; a skew Kubernetes does not allow fails
-//! the plan at `kubernetes_version`.
+//! the plan at `kubernetes_version`. The upgrades run on the emulated
+//! API server: the real components are built at one release only.
 
 use crate::peers;
 use crate::support;
+use crate::support::eventually;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -121,7 +127,7 @@ fn hcloud_secret(k: &Kubectl) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
     let binary = kubectl();
-    let sim = support::sim::start().await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     let ws = workspace(&sim);
     tokio::task::block_in_place(|| {
         with_manifests(&ws, &[("cilium", CNI_MANIFEST), ("extras", EXTRAS)]);
@@ -235,8 +241,13 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
             .filter_map(|m| m["manager"].as_str())
             .collect();
         assert!(managers.contains(&"hct"), "{managers:?}");
-        assert!(k.missing(&["get", "configmap", "extras", "-n", "addons"]));
-        assert!(k.missing(&["get", "namespace", "addons"]));
+        // A namespace goes once the namespace controller has emptied it.
+        eventually("the pruned namespace gone", || {
+            (k.missing(&["get", "configmap", "extras", "-n", "addons"])
+                && k.missing(&["get", "namespace", "addons"]))
+            .then_some(())
+            .ok_or("still there")
+        });
         let ds = k.json(&["get", "daemonset", "cilium", "-n", "kube-system"]);
         assert_eq!(ds["metadata"]["name"], "cilium", "kept");
         plan_is_empty(&ws, "the change");

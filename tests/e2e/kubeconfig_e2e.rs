@@ -168,7 +168,7 @@ fn namespace_in_the_same_apply(sim: &SimHandle, source: Source) -> Workspace {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ephemeral_kubeconfig_configures_the_kubernetes_provider_in_the_same_apply() {
-    let sim = support::sim::start().await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     tokio::task::block_in_place(|| {
         let ws = namespace_in_the_same_apply(&sim, Source::Ephemeral);
         // Nothing of the ephemeral kubeconfig is in state.
@@ -179,7 +179,7 @@ async fn the_ephemeral_kubeconfig_configures_the_kubernetes_provider_in_the_same
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cluster_attributes_configure_the_kubernetes_provider_in_the_same_apply() {
-    let sim = support::sim::start().await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     tokio::task::block_in_place(|| {
         let ws = namespace_in_the_same_apply(&sim, Source::ClusterAttributes);
         let cluster = resource_values(&ws, "hct_cluster.this");

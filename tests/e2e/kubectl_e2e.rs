@@ -4,17 +4,21 @@
 //! then `kubectl get --raw /readyz` and `kubectl version -o json` against
 //! the cluster endpoint and each control plane's IP.
 //!
-//! A second test drives the emulated Kubernetes objects the way an
-//! operator would: `kubectl get nodes -o json` (nine nodes named as their
+//! A second test drives the Kubernetes objects the way an operator would: `kubectl get nodes -o json` (nine nodes named as their
 //! servers, NotReady without a CNI), `kubectl apply --server-side -f` of a
 //! CNI DaemonSet (the nodes turn Ready), `kubectl get csr`, `kubectl
 //! certificate approve`, `kubectl delete`.
+//!
+//! Both run on hct-sim's real control plane (etcd, kube-apiserver,
+//! kube-controller-manager from `scripts/ensure-peers`), so what kubectl
+//! is answered is the real server's.
 //!
 //! kubectl is `$HCT_KUBECTL`, else the one `scripts/ensure-peers` builds;
 //! the test fails when there is none.
 
 use crate::peers;
 use crate::support;
+use crate::support::eventually;
 
 use peers::kubectl::{kubectl, run, succeeded, through_proxy};
 use serde_json::Value;
@@ -36,7 +40,7 @@ fn bare_workspace(sim: &hct_sim::SimHandle) -> Workspace {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_reaches_every_control_plane_through_the_proxy() {
     let kubectl = kubectl();
-    let sim = support::sim::start().await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     let ws = bare_workspace(&sim);
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
@@ -116,7 +120,7 @@ fn readiness(nodes: &Value) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_sees_nodes_applies_approves_and_deletes() {
     let kubectl = kubectl();
-    let sim = support::sim::start().await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     let ws = bare_workspace(&sim);
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
@@ -135,12 +139,18 @@ async fn kubectl_sees_nodes_applies_approves_and_deletes() {
         let kubectl_ok =
             |what: &str, args: &[&str]| succeeded(what, run(&kubectl, dir.path(), &path, args));
 
-        let nodes: Value =
-            serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
-                .unwrap();
+        // Every kubelet registers (on its next status, against a real
+        // API server).
+        let nodes: Value = eventually("9 nodes registered", || {
+            let nodes: Value =
+                serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
+                    .unwrap();
+            (nodes["items"].as_array().unwrap().len() == 9)
+                .then_some(nodes.clone())
+                .ok_or(nodes)
+        });
         let mut ready = readiness(&nodes);
         ready.sort();
-        assert_eq!(ready.len(), 9, "{ready:?}");
         assert!(
             ready.iter().all(|(_, r)| r == "False"),
             "no CNI yet: {ready:?}"
@@ -222,11 +232,17 @@ async fn kubectl_sees_nodes_applies_approves_and_deletes() {
         ))
         .unwrap();
         assert_eq!(ds["metadata"]["managedFields"][0]["manager"], "kubectl");
-        let nodes: Value =
-            serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
-                .unwrap();
-        let ready = readiness(&nodes);
-        assert!(ready.iter().all(|(_, r)| r == "True"), "{ready:?}");
+        eventually("every node Ready", || {
+            let nodes: Value =
+                serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
+                    .unwrap();
+            let ready = readiness(&nodes);
+            ready
+                .iter()
+                .all(|(_, r)| r == "True")
+                .then_some(())
+                .ok_or(ready)
+        });
         let selected = kubectl_ok(
             "get nodes -l",
             &[

@@ -17,13 +17,13 @@ use serde_json::Value;
 
 use crate::peers::kubectl::{kubectl, run, succeeded, through_proxy};
 use crate::support;
+use crate::support::eventually;
 use crate::support::reference::{CNI_MANIFEST, resource_values, workspace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
     let kubectl = kubectl();
-    let work = tempfile::tempdir().unwrap();
-    let sim = support::sim::start_with_real_kubernetes(work.path()).await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     let ws = workspace(&sim);
     ws.write(
         "cni.auto.tfvars.json",
@@ -163,18 +163,4 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
         );
     });
     sim.shutdown().await.unwrap();
-}
-
-/// Polls `check` for up to two minutes; panics with its last complaint.
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Result<T, Value>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        match check() {
-            Ok(done) => return done,
-            Err(last) if std::time::Instant::now() > deadline => {
-                panic!("{what}: not within two minutes; last seen:\n{last:#}")
-            }
-            Err(_) => std::thread::sleep(std::time::Duration::from_secs(1)),
-        }
-    }
 }

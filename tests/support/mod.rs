@@ -435,3 +435,19 @@ pub fn apply_with_provider_log(ws: &Workspace, args: &[&str], what: &str) -> Str
 pub fn unwrapped(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// Polls `check` every second for up to two minutes, for what a real
+/// component does in its own time (a controller, a kubelet's next
+/// status); panics with the last thing it saw.
+pub fn eventually<T, E: std::fmt::Debug>(what: &str, mut check: impl FnMut() -> Result<T, E>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        match check() {
+            Ok(done) => return done,
+            Err(last) if std::time::Instant::now() > deadline => {
+                panic!("{what}: not within two minutes; last seen:\n{last:#?}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_secs(1)),
+        }
+    }
+}

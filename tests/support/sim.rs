@@ -140,24 +140,43 @@ pub fn private_server(network: i64, name: &str, ip: &str) -> PrivateServer {
 }
 
 /// The seeded emulator with the real Kubernetes control plane of
-/// `scripts/ensure-peers` (etcd, kube-apiserver, kube-controller-manager)
-/// behind every cluster of its release, working in `work` (which the test
-/// keeps until the sim is gone).
-pub async fn start_with_real_kubernetes(work: &std::path::Path) -> SimHandle {
-    let peers = crate::peers::peers();
+/// `scripts/ensure-peers` (etcd, kube-apiserver, kube-controller-manager;
+/// kubelet-csr-approver and Hetzner's CCM unless skipped without
+/// `../shared`) behind every cluster of its release.
+pub async fn start_with_real_kubernetes() -> SimHandle {
+    log_if_asked();
     Sim::start(SimOptions {
-        kubernetes: Some(hct_sim::KubeBinaries {
-            etcd: peers.path("ETCD"),
-            kube_apiserver: peers.path("KUBE_APISERVER"),
-            kube_controller_manager: peers.path("KUBE_CONTROLLER_MANAGER"),
-            csr_approver: (peers.var("CSR_APPROVER_SKIPPED") != "1")
-                .then(|| peers.path("CSR_APPROVER")),
-            hcloud_ccm: (peers.var("HCLOUD_CCM_SKIPPED") != "1").then(|| peers.path("HCLOUD_CCM")),
-            version: format!("v{}", peers.var("KUBE_CONTROL_PLANE_VERSION")),
-            work_dir: work.to_path_buf(),
-        }),
+        kubernetes: Some(real_kubernetes()),
         ..SimOptions::seeded_fast()
     })
     .await
     .unwrap()
+}
+
+/// The real Kubernetes components of the peers, working in the system's
+/// temporary directory.
+pub fn real_kubernetes() -> hct_sim::KubeBinaries {
+    let peers = crate::peers::peers();
+    let unless_skipped =
+        |piece: &str| (peers.var(&format!("{piece}_SKIPPED")) != "1").then(|| peers.path(piece));
+    hct_sim::KubeBinaries {
+        etcd: peers.path("ETCD"),
+        kube_apiserver: peers.path("KUBE_APISERVER"),
+        kube_controller_manager: peers.path("KUBE_CONTROLLER_MANAGER"),
+        csr_approver: unless_skipped("CSR_APPROVER"),
+        hcloud_ccm: unless_skipped("HCLOUD_CCM"),
+        version: format!("v{}", peers.var("KUBE_CONTROL_PLANE_VERSION")),
+        work_dir: std::env::temp_dir(),
+    }
+}
+
+/// hct-sim's log on standard error when `HCT_SIM_LOG` holds a filter
+/// (`hct_sim=debug`), for a test run with `--no-capture`.
+fn log_if_asked() {
+    if let Ok(filter) = std::env::var("HCT_SIM_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
 }

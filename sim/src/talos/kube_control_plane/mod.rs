@@ -63,8 +63,33 @@ pub struct KubeBinaries {
     pub hcloud_ccm: Option<PathBuf>,
     /// `v1.37.2`: clusters configured for another release stay emulated.
     pub version: String,
-    /// Where their data, certificates and logs go (a directory per ring).
+    /// Where hct-sim makes its directory for their data, certificates and
+    /// logs (a directory per ring in it), removed when hct-sim ends.
     pub work_dir: PathBuf,
+}
+
+/// hct-sim's own directory under [`KubeBinaries::work_dir`], removed with
+/// it (the components are gone by then: their tasks hold hct-sim).
+pub struct WorkDir(PathBuf);
+
+impl WorkDir {
+    pub fn create(parent: &std::path::Path) -> std::io::Result<Self> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = parent.join(format!("hct-sim-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self(dir))
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Where a ring's control plane is.
