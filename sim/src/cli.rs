@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use crate::durations::{Durations, Profile};
 use crate::faults::{ActionFailure, FaultSpec, Respond, RouteFault};
-use crate::sim::SimOptions;
+use crate::sim::{KubeBinaries, SimOptions};
 
 pub const USAGE: &str = "\
 usage: hct-sim serve --token TOKEN [options]
@@ -32,6 +32,10 @@ options:
   --latency DUR           added to every API request
   --error-rate P          answer a random share P of API requests with 503
   --fault-seed N          seed for random faults, for repeatable runs
+  --kubernetes FILE       run real etcd, kube-apiserver and kube-controller-manager
+                          (and kubelet-csr-approver, Hetzner's CCM) behind the
+                          clusters of their release: FILE holds the KEY=VALUE
+                          lines `scripts/ensure-peers` prints for them
 ";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -138,6 +142,11 @@ pub fn parse(
                     after_handling: false,
                 }));
             }
+            "--kubernetes" => {
+                let text = std::fs::read_to_string(&value).map_err(|e| invalid(&flag, e))?;
+                options.kubernetes =
+                    Some(KubeBinaries::from_lines(&text).map_err(|e| invalid(&flag, e))?);
+            }
             "--fault-seed" => {
                 options.fault_seed = Some(value.parse().map_err(|e| invalid(&flag, e))?)
             }
@@ -210,6 +219,7 @@ mod tests {
         assert!(parse(args("serve --token t --bogus 1"), None).is_err());
         assert!(parse(args("serve --token t --listen"), None).is_err());
         assert!(matches!(parse(args("--help"), None), Ok(Command::Help)));
+        assert!(parse(args("serve --token t --kubernetes /nonexistent"), None).is_err());
     }
 
     #[test]

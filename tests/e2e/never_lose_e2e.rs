@@ -21,6 +21,10 @@
 //! - a second workspace with the same cluster name: refused at plan;
 //! - every control plane deleted: the apply makes them anew but stops
 //!   (etcd is lost) and sends no Bootstrap; `-replace` starts over.
+//!
+//! The clusters run on hct-sim's real control plane: the ConfigMap is
+//! written to and read back from a real etcd through a real kube-apiserver
+//! (one etcd process per etcd cluster; its membership is the emulation's).
 
 use crate::peers;
 use crate::support;
@@ -39,7 +43,7 @@ use support::unwrapped;
 /// The reference example with one general worker; with the API behind the
 /// load balancer when `balanced`.
 async fn cluster(balanced: bool) -> (SimHandle, Workspace) {
-    let sim = support::sim::start().await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     let ws = workspace(&sim);
     ws.write("pools.auto.tfvars", &pools(1));
     if balanced {

@@ -95,6 +95,7 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
         // The kubelets' serving CSRs, filed with their own credentials:
         // approved by the real kubelet-csr-approver with hct's settings,
         // signed by the real controller-manager.
+        let approver = support::sim::real_addon_or_skip("CSR_APPROVER", "the CSR approvals");
         let csrs = eventually("every serving CSR approved and signed", || {
             let csrs: Value =
                 serde_json::from_str(&kubectl_ok("get csr", &["get", "csr", "-o", "json"]))
@@ -106,20 +107,22 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
                 .filter(|c| c["spec"]["signerName"] == "kubernetes.io/kubelet-serving")
                 .collect();
             let done = serving.len() == 9
-                && serving.iter().all(|c| {
-                    c["status"]["certificate"].is_string()
-                        && c["status"]["conditions"][0]["type"] == "Approved"
-                });
+                && (!approver
+                    || serving.iter().all(|c| {
+                        c["status"]["certificate"].is_string()
+                            && c["status"]["conditions"][0]["type"] == "Approved"
+                    }));
             done.then_some(csrs.clone()).ok_or(csrs)
         });
         eprintln!("{}", kubectl_ok("get csr", &["get", "csr"]));
         assert!(
-            csrs["items"].as_array().unwrap().iter().all(|c| {
-                c["status"]["conditions"][0]["message"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .contains("kubelet-csr-approver")
-            }),
+            !approver
+                || csrs["items"].as_array().unwrap().iter().all(|c| {
+                    c["status"]["conditions"][0]["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .contains("kubelet-csr-approver")
+                }),
             "{csrs:#}"
         );
 
@@ -127,6 +130,10 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
         // Secret, against hct-sim's Hetzner API: every node gets its
         // server's providerID and loses the uninitialized taint.
         let servers = support::sim::server_ids(&sim);
+        if !support::sim::real_addon_or_skip("HCLOUD_CCM", "the cloud controller manager's checks")
+        {
+            return;
+        }
         eventually(
             "every node initialised by the cloud controller manager",
             || {

@@ -180,3 +180,16 @@ fn log_if_asked() {
             .try_init();
     }
 }
+
+/// Whether hct-sim's real control plane runs `piece` (`CSR_APPROVER`,
+/// `HCLOUD_CCM`): built from `../shared/k8s-peers`, skipped without it.
+/// When not, says that `what` is skipped.
+pub fn real_addon_or_skip(piece: &str, what: &str) -> bool {
+    let runs = crate::peers::peers().var(&format!("{piece}_SKIPPED")) != "1";
+    if !runs {
+        eprintln!(
+            "SKIPPED: {what}: no {piece} (its source in ../shared/k8s-peers is not on this machine)"
+        );
+    }
+    runs
+}

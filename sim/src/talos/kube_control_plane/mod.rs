@@ -68,6 +68,36 @@ pub struct KubeBinaries {
     pub work_dir: PathBuf,
 }
 
+impl KubeBinaries {
+    /// The binaries named in `text`, `KEY=VALUE` lines as
+    /// `scripts/ensure-peers` prints them (`ETCD`, `KUBE_APISERVER`,
+    /// `KUBE_CONTROLLER_MANAGER`, `KUBE_CONTROL_PLANE_VERSION`; `CSR_APPROVER`
+    /// and `HCLOUD_CCM` when built), working under the system's temporary
+    /// directory; Err names a missing line.
+    pub fn from_lines(text: &str) -> Result<Self, String> {
+        let lines: BTreeMap<&str, &str> = text
+            .lines()
+            .filter_map(|l| l.trim().split_once('='))
+            .collect();
+        let required = |key: &str| {
+            lines
+                .get(key)
+                .map(|v| PathBuf::from(*v))
+                .ok_or_else(|| format!("no {key}= line"))
+        };
+        let version = required("KUBE_CONTROL_PLANE_VERSION")?;
+        Ok(Self {
+            etcd: required("ETCD")?,
+            kube_apiserver: required("KUBE_APISERVER")?,
+            kube_controller_manager: required("KUBE_CONTROLLER_MANAGER")?,
+            csr_approver: lines.get("CSR_APPROVER").map(PathBuf::from),
+            hcloud_ccm: lines.get("HCLOUD_CCM").map(PathBuf::from),
+            version: format!("v{}", version.display().to_string().trim_start_matches('v')),
+            work_dir: std::env::temp_dir(),
+        })
+    }
+}
+
 /// hct-sim's own directory under [`KubeBinaries::work_dir`], removed with
 /// it (the components are gone by then: their tasks hold hct-sim).
 pub struct WorkDir(PathBuf);
@@ -134,5 +164,23 @@ pub async fn address(sim: &Shared, store: &str) -> Option<SocketAddr> {
             }
             _ => return None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binaries_come_from_the_lines_ensure_peers_prints() {
+        let text = "PEERS_CACHE=/c\nETCD=/c/etcd\nKUBE_APISERVER=/c/api\nKUBE_CONTROLLER_MANAGER=/c/kcm\n\
+                    KUBE_CONTROL_PLANE_VERSION=1.37.2\nCSR_APPROVER_SKIPPED=1\nHCLOUD_CCM=/c/ccm\n";
+        let binaries = KubeBinaries::from_lines(text).unwrap();
+        assert_eq!(binaries.version, "v1.37.2");
+        assert_eq!(binaries.kube_apiserver, PathBuf::from("/c/api"));
+        assert_eq!(binaries.csr_approver, None);
+        assert_eq!(binaries.hcloud_ccm, Some(PathBuf::from("/c/ccm")));
+        let missing = KubeBinaries::from_lines("ETCD=/c/etcd\nKUBE_CONTROL_PLANE_VERSION=1.37.2\n");
+        assert_eq!(missing.unwrap_err(), "no KUBE_APISERVER= line");
     }
 }
