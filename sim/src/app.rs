@@ -171,6 +171,7 @@ impl Shared {
             .map(|lb| lb.to_api(&world, Some(&listening)))
             .collect();
         state["etcd"] = crate::talos::etcd::to_json(&world);
+        state["kubernetes"] = self.control_planes.to_json();
         state
     }
 

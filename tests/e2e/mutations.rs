@@ -28,7 +28,7 @@ use tokio::time::Instant;
 
 /// Where a patch goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Target {
+pub(crate) enum Target {
     ControlPlane,
     Workers,
 }
@@ -481,6 +481,7 @@ fn hct_config(
     talos: &str,
     name: &str,
     role: Role,
+    inline_manifests: &[(String, String)],
 ) -> String {
     let input = NodeConfigInput {
         cluster_name: "judged".into(),
@@ -492,7 +493,7 @@ fn hct_config(
         role,
         node_labels: Default::default(),
         node_taints: Default::default(),
-        inline_manifests: Vec::new(),
+        inline_manifests: inline_manifests.to_vec(),
         config_patches: Vec::new(),
         interface: None,
         ip: None,
@@ -528,7 +529,7 @@ fn link_config(documents: &mut [Yaml]) -> &mut Yaml {
 }
 
 /// A change to a config's YAML documents.
-type Edit = dyn Fn(&mut Vec<Yaml>);
+pub(crate) type Edit = dyn Fn(&mut Vec<Yaml>);
 
 struct Judged {
     name: &'static str,
@@ -635,7 +636,7 @@ fn judged() -> Vec<Judged> {
 }
 
 /// A config's document of `kind`.
-fn kind_doc<'a>(documents: &'a mut [Yaml], kind: &str) -> &'a mut Yaml {
+pub(crate) fn kind_doc<'a>(documents: &'a mut [Yaml], kind: &str) -> &'a mut Yaml {
     documents
         .iter_mut()
         .find(|d| d["kind"] == kind)
@@ -756,13 +757,15 @@ fn admin(plan: &NetworkPlan, secrets: &Secrets) -> Trust {
 }
 
 /// Boots a control plane and a worker from hct's configs (`edit` applied
-/// to the `target`'s), bootstraps the control plane if it answers, and
-/// returns both server names once the sim has had time to settle.
-async fn boot_pair(
+/// to the `target`'s; the control plane's with `inline_manifests`),
+/// bootstraps the control plane if it answers, and returns both server
+/// names once the sim has had time to settle.
+pub(crate) async fn boot_pair(
     sim: &SimHandle,
     index: u32,
     talos: &str,
     target: Option<(Target, &Edit)>,
+    inline_manifests: &[(String, String)],
 ) -> (String, String) {
     let plan = small_plan(index);
     let secrets = Secrets::generate().unwrap();
@@ -770,8 +773,15 @@ async fn boot_pair(
         format!("judged{index}-cp-1"),
         format!("judged{index}-general-1"),
     );
-    let mut cp_config = hct_config(&plan, &secrets, talos, &cp, Role::ControlPlane);
-    let mut worker_config = hct_config(&plan, &secrets, talos, &worker, Role::Worker);
+    let mut cp_config = hct_config(
+        &plan,
+        &secrets,
+        talos,
+        &cp,
+        Role::ControlPlane,
+        inline_manifests,
+    );
+    let mut worker_config = hct_config(&plan, &secrets, talos, &worker, Role::Worker, &[]);
     match target {
         Some((Target::ControlPlane, edit)) => cp_config = rewrite(&cp_config, edit),
         Some((Target::Workers, edit)) => worker_config = rewrite(&worker_config, edit),
@@ -852,7 +862,7 @@ async fn emulator_judges(cases: Vec<Judged>, baseline: &str) {
     let sim = hct_sim::Sim::start(options).await.unwrap();
     // The unmutated pair in block 1 comes up healthy (and is "another
     // cluster" for the last case).
-    let (cp, worker) = boot_pair(&sim, 1, baseline, None).await;
+    let (cp, worker) = boot_pair(&sim, 1, baseline, None, &[]).await;
     for name in [&cp, &worker] {
         let state = node_state(&sim, name);
         assert_eq!(
@@ -868,7 +878,7 @@ async fn emulator_judges(cases: Vec<Judged>, baseline: &str) {
         async move {
             let index = i as u32 + 2;
             let target = Some((case.target, case.edit.as_ref()));
-            let (cp, worker) = boot_pair(sim, index, case.talos, target).await;
+            let (cp, worker) = boot_pair(sim, index, case.talos, target, &[]).await;
             let node = match case.target {
                 Target::ControlPlane => cp,
                 Target::Workers => worker,

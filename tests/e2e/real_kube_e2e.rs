@@ -171,3 +171,140 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
     });
     sim.shutdown().await.unwrap();
 }
+
+/// The real components as judges of what Talos lets through: hct's own
+/// configs with a wrong Kubernetes setting written in after hct made them
+/// (so hct's checks never see it), booted on hct-sim's real control plane
+/// beside an unmutated pair (`mutations::boot_pair`), each cluster with
+/// hct's `hcloud` Secret so that Hetzner's CCM runs for it. What each real
+/// component makes of it is read from `/_sim/state` (`kubernetes`: each
+/// ring's status and its Nodes as the real API server lists them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_components_fail_what_talos_lets_through() {
+    use crate::mutations::{Target, boot_pair, kind_doc};
+    let sim = hct_sim::Sim::start(hct_sim::SimOptions {
+        rate_limit: 1_000_000,
+        kubernetes: Some(support::sim::real_kubernetes()),
+        ..hct_sim::SimOptions::seeded_fast()
+    })
+    .await
+    .unwrap();
+    let network = support::sim::seeded_network(&sim);
+    let secret = hct::cluster::addons::hcloud_secret(sim.token(), network).to_string();
+    let manifests = [("hcloud".to_string(), secret)];
+    let talos = "v1.14.0";
+    let ccm = support::sim::real_addon_or_skip("HCLOUD_CCM", "the node name judged by the CCM");
+
+    let (cp, worker) = boot_pair(&sim, 1, talos, None, &manifests).await;
+    let renamed = |d: &mut Vec<serde_yaml_ng::Value>| {
+        kind_doc(d, "HostnameConfig")["hostname"] = "not-its-server".into()
+    };
+    let (_, renamed_worker) = boot_pair(
+        &sim,
+        2,
+        talos,
+        Some((Target::Workers, &renamed)),
+        &manifests,
+    )
+    .await;
+    let wide_mask = |d: &mut Vec<serde_yaml_ng::Value>| {
+        kind_doc(d, "KubeControllerManagerConfig")["extraArgs"]["node-cidr-mask-size-ipv4"] =
+            "16".into()
+    };
+    let (masked_cp, _) = boot_pair(
+        &sim,
+        3,
+        talos,
+        Some((Target::ControlPlane, &wide_mask)),
+        &manifests,
+    )
+    .await;
+
+    let ring_of = |state: &Value, node: &str| -> Option<Value> {
+        state["kubernetes"]
+            .as_object()?
+            .values()
+            .find(|ring| {
+                ring["nodes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|n| n["name"] == node)
+            })
+            .cloned()
+    };
+    tokio::task::block_in_place(|| {
+        // The unmutated pair: initialised by the real CCM, pod ranges from
+        // the real controller-manager.
+        eventually("the unmutated pair initialised", || {
+            let state = sim.state_json();
+            let ring = ring_of(&state, &cp).ok_or_else(|| state["kubernetes"].clone())?;
+            let nodes = ring["nodes"].as_array().unwrap();
+            let done = nodes.len() == 2
+                && nodes
+                    .iter()
+                    .all(|n| n["podCIDR"].is_string() && (!ccm || n["providerID"].is_string()))
+                && nodes.iter().any(|n| n["name"] == worker.as_str());
+            done.then_some(()).ok_or(ring)
+        });
+
+        // A node named unlike its server: the real CCM finds no server of
+        // that name, so the Node keeps the uninitialized taint and gets no
+        // providerID (the "silent" failure of the seed).
+        if ccm {
+            let state = eventually("the renamed node registered", || {
+                let state = sim.state_json();
+                ring_of(&state, "not-its-server")
+                    .map(|_| state.clone())
+                    .ok_or(state["kubernetes"].clone())
+            });
+            std::thread::sleep(std::time::Duration::from_secs(10));
+            let state = sim.state_json();
+            let ring = ring_of(&state, "not-its-server").unwrap();
+            let node = ring["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|n| n["name"] == "not-its-server")
+                .unwrap();
+            assert!(node["providerID"].is_null(), "{node:#}");
+            assert!(
+                node["taints"].as_array().unwrap().contains(&Value::from(
+                    "node.cloudprovider.kubernetes.io/uninitialized"
+                )),
+                "{node:#}"
+            );
+            eprintln!(
+                "{renamed_worker} registered as not-its-server: {node}; before: {}",
+                state["kubernetes"].as_object().map_or(0, |r| r.len())
+            );
+        }
+
+        // A controller-manager told to give each node a range wider than
+        // the pod range: the real one refuses to run, and the ring's
+        // control plane fails with its words.
+        let failed = eventually("the wide mask refused", || {
+            let state = sim.state_json();
+            let failed: Vec<Value> = state["kubernetes"]
+                .as_object()
+                .into_iter()
+                .flat_map(|r| r.values())
+                .filter(|r| r["status"] == "failed")
+                .cloned()
+                .collect();
+            (!failed.is_empty())
+                .then_some(failed)
+                .ok_or(state["kubernetes"].clone())
+        });
+        eprintln!("{masked_cp}'s control plane: {failed:#?}");
+        let error = failed[0]["error"].as_str().unwrap();
+        assert!(error.contains("kube-controller-manager exited"), "{error}");
+        assert!(
+            error.contains(
+                "mask size of cluster CIDR must be less than or equal to --node-cidr-mask-size"
+            ),
+            "{error}"
+        );
+    });
+    sim.shutdown().await.unwrap();
+}

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
+use super::NodeView;
 use super::client::{Client, ClientError};
 use crate::kube::csr;
 use crate::kube::nodes::{self, NodeFacts};
@@ -50,13 +51,14 @@ impl Kubelets {
         }
     }
 
-    /// One pass over the nodes `facts` describes, at `now` (unix seconds).
+    /// One pass over the nodes `facts` describes, at `now` (unix seconds);
+    /// returns the Nodes as the API server listed them at its start.
     pub async fn sync(
         &mut self,
         admin: &Client,
         facts: &[NodeFacts],
         now: u64,
-    ) -> Result<(), ClientError> {
+    ) -> Result<Vec<NodeView>, ClientError> {
         let cni = cni_present(admin).await?;
         let registered = admin.get("/api/v1/nodes").await?;
         // Registered nodes, and whether each has its pod range yet.
@@ -68,6 +70,12 @@ impl Kubelets {
                 let name = n["metadata"]["name"].as_str()?.to_string();
                 Some((name, n["spec"]["podCIDR"].is_string()))
             })
+            .collect();
+        let views = registered.body["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(view)
             .collect();
         for gone in known
             .keys()
@@ -95,7 +103,7 @@ impl Kubelets {
                 self.running.remove(&fact.name);
             }
         }
-        Ok(())
+        Ok(views)
     }
 
     async fn beat(
@@ -159,6 +167,29 @@ impl Kubelets {
             }
         }
         Ok(())
+    }
+}
+
+/// A Node as `/_sim/state` shows it.
+fn view(node: &Value) -> NodeView {
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    NodeView {
+        name: text(&node["metadata"]["name"]).unwrap_or_default(),
+        ready: node["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Ready")
+            .and_then(|c| text(&c["status"]))
+            .unwrap_or_else(|| "Unknown".into()),
+        provider_id: text(&node["spec"]["providerID"]),
+        pod_cidr: text(&node["spec"]["podCIDR"]),
+        taints: node["spec"]["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| text(&t["key"]))
+            .collect(),
     }
 }
 

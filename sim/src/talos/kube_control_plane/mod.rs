@@ -130,13 +130,30 @@ pub enum Status {
     Failed(String),
 }
 
-/// The rings' control planes by store id (`kube_api::store::store_id`).
+/// The rings' control planes by store id (`kube_api::store::store_id`):
+/// where each is, and its Nodes as the real API server last listed them.
 #[derive(Default)]
-pub struct Registry(std::sync::Mutex<BTreeMap<String, Status>>);
+pub struct Registry(std::sync::Mutex<BTreeMap<String, (Status, Vec<NodeView>)>>);
+
+/// What `/_sim/state` shows of a Node in a real API server.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NodeView {
+    pub name: String,
+    pub ready: String,
+    #[serde(rename = "providerID")]
+    pub provider_id: Option<String>,
+    #[serde(rename = "podCIDR")]
+    pub pod_cidr: Option<String>,
+    pub taints: Vec<String>,
+}
 
 impl Registry {
     pub fn set(&self, store: &str, status: Status) {
-        lock(&self.0).insert(store.to_string(), status);
+        lock(&self.0).entry(store.to_string()).or_default().0 = status;
+    }
+
+    pub fn set_nodes(&self, store: &str, nodes: Vec<NodeView>) {
+        lock(&self.0).entry(store.to_string()).or_default().1 = nodes;
     }
 
     pub fn remove(&self, store: &str) {
@@ -144,7 +161,32 @@ impl Registry {
     }
 
     pub fn get(&self, store: &str) -> Option<Status> {
-        lock(&self.0).get(store).cloned()
+        lock(&self.0).get(store).map(|(status, _)| status.clone())
+    }
+
+    /// Each ring's status and Nodes, for `/_sim/state` (`kubernetes`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let rings = lock(&self.0);
+        rings
+            .iter()
+            .map(|(store, (status, nodes))| {
+                let status = match status {
+                    Status::Starting => serde_json::json!({"status": "starting"}),
+                    Status::Ready(_) => serde_json::json!({"status": "ready"}),
+                    Status::Failed(why) => serde_json::json!({"status": "failed", "error": why}),
+                };
+                let mut entry = status;
+                entry["nodes"] = serde_json::json!(nodes);
+                (store.clone(), entry)
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Self::Starting
     }
 }
 

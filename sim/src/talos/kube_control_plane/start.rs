@@ -158,11 +158,12 @@ async fn serve(
                     false
                 });
         }
-        if let Err(e) = kubelets
+        match kubelets
             .sync(&admin, &node_facts, Timestamp::now().unix_seconds())
             .await
         {
-            warn!(cluster = spec.cluster_name, "emulated kubelets: {e}");
+            Ok(nodes) => sim.control_planes.set_nodes(&spec.store, nodes),
+            Err(e) => warn!(cluster = spec.cluster_name, "emulated kubelets: {e}"),
         }
         addons.sync(&admin, spec, &layout, &base).await;
         tokio::time::sleep(PASS).await;
@@ -320,7 +321,9 @@ fn controller_manager_args(spec: &ControlPlaneSpec, layout: &Layout) -> Vec<Stri
         ("controllers", "*,bootstrapsigner,tokencleaner".into()),
         ("configure-cloud-routes", "false".into()),
         ("kubeconfig", kubeconfig),
-        ("leader-elect", "true".into()),
+        // One of it per ring (Talos runs one per control plane, electing a
+        // leader): no lease to wait for when it restarts.
+        ("leader-elect", "false".into()),
         (
             "node-cidr-mask-size-ipv4",
             spec.node_cidr_mask_ipv4.to_string(),
