@@ -182,20 +182,27 @@ async fn kubectl_sees_nodes_applies_approves_and_deletes() {
                 Value::from(format!("v{}", kubernetes.trim_start_matches('v'))),
                 "{node:#}"
             );
-            let ip = node["status"]["addresses"][0]["address"].as_str().unwrap();
-            assert!(ip.starts_with("10.0.128."), "{node:#}");
+            let internal = node["status"]["addresses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["type"] == "InternalIP")
+                .and_then(|a| a["address"].as_str())
+                .unwrap_or_else(|| panic!("no InternalIP: {node:#}"));
+            assert!(internal.starts_with("10.0.128."), "{node:#}");
         }
-        let pods = kubectl_ok(
-            "get static pods",
-            &["get", "pods", "-n", "kube-system", "-o", "name"],
-        );
-        assert_eq!(
-            pods.lines()
+        // The control planes' mirror pods, posted by their kubelets.
+        eventually("3 kube-apiserver mirror pods", || {
+            let pods = kubectl_ok(
+                "get static pods",
+                &["get", "pods", "-n", "kube-system", "-o", "name"],
+            );
+            let count = pods
+                .lines()
                 .filter(|l| l.starts_with("pod/kube-apiserver-"))
-                .count(),
-            3,
-            "{pods}"
-        );
+                .count();
+            (count == 3).then_some(()).ok_or(pods)
+        });
 
         // Server-side apply of a CNI: the nodes turn Ready.
         let manifest = dir.path().join("cni.yaml");

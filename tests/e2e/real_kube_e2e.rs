@@ -81,11 +81,7 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
                 .unwrap();
             assert_eq!(range.prefix_len(), mask, "{name}");
             assert!(pods.contains(&range), "{name}: {range} outside {pods}");
-            let ip: Ipv4Addr = node["status"]["addresses"][0]["address"]
-                .as_str()
-                .unwrap()
-                .parse()
-                .unwrap();
+            let ip: Ipv4Addr = internal_ip(node).parse().unwrap();
             assert!(
                 !range.contains(&ip),
                 "{name}: its own IP {ip} in its pod range {range}"
@@ -147,18 +143,13 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
                         .into_iter()
                         .flatten()
                         .any(|t| t["key"] == "node.cloudprovider.kubernetes.io/uninitialized");
-                    // The private IP as InternalIP: hct's network, through
-                    // the Secret's network id.
-                    let internal = n["status"]["addresses"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|a| {
-                            a["type"] == "InternalIP"
-                                && a["address"]
-                                    .as_str()
-                                    .is_some_and(|ip| ip.starts_with("10.0.128."))
-                        });
+                    // What only the CCM writes: the server's type as the
+                    // instance-type label. The private IP stays the
+                    // InternalIP (hct's network, by the Secret's network id).
+                    let typed = n["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with("cx"));
+                    let internal = typed && internal_ip(n).starts_with("10.0.128.");
                     servers
                         .get(name)
                         .is_some_and(|id| n["spec"]["providerID"] == format!("hcloud://{id}"))
@@ -252,31 +243,51 @@ async fn the_real_components_fail_what_talos_lets_through() {
         // that name, so the Node keeps the uninitialized taint and gets no
         // providerID (the "silent" failure of the seed).
         if ccm {
-            eventually("the renamed node registered", || {
+            // Its CCM runs: the control plane of the same cluster, named
+            // as its server, is initialised; then the renamed node has
+            // had as long.
+            eventually("the renamed node's cluster initialised", || {
                 let state = sim.state_json();
-                ring_of(&state, "not-its-server")
-                    .map(|_| ())
-                    .ok_or(state["kubernetes"].clone())
+                let ring = ring_of(&state, "not-its-server").ok_or(state["kubernetes"].clone())?;
+                let cp = ring["nodes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|n| n["name"] != "not-its-server" && n["providerID"].is_string());
+                cp.then_some(()).ok_or(ring)
             });
-            // The CCM initialises a node within a second of its
-            // registration (the unmutated pair shows it); ten are plenty.
-            std::thread::sleep(std::time::Duration::from_secs(10));
-            let state = sim.state_json();
-            let ring = ring_of(&state, "not-its-server").unwrap();
-            let node = ring["nodes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|n| n["name"] == "not-its-server")
-                .unwrap();
-            assert!(node["providerID"].is_null(), "{node:#}");
+            // From then on, whenever it is listed it is uninitialised: no
+            // providerID, the taint kept. (The CCM's node lifecycle
+            // controller also deletes it while NotReady, as it names no
+            // server; its kubelet registers it again.)
+            let mut seen = 0;
+            for _ in 0..10 {
+                let state = sim.state_json();
+                let node = ring_of(&state, "not-its-server").and_then(|ring| {
+                    ring["nodes"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|n| n["name"] == "not-its-server")
+                        .cloned()
+                });
+                if let Some(node) = node {
+                    seen += 1;
+                    assert!(node["providerID"].is_null(), "{node:#}");
+                    assert!(
+                        node["taints"].as_array().unwrap().contains(&Value::from(
+                            "node.cloudprovider.kubernetes.io/uninitialized"
+                        )),
+                        "{node:#}"
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
             assert!(
-                node["taints"].as_array().unwrap().contains(&Value::from(
-                    "node.cloudprovider.kubernetes.io/uninitialized"
-                )),
-                "{node:#}"
+                seen > 0,
+                "{renamed_worker} never registered as not-its-server"
             );
-            eprintln!("{renamed_worker} registered as not-its-server: {node}");
+            eprintln!("{renamed_worker} as not-its-server: seen uninitialised {seen} times of 10");
         }
 
         // A controller-manager told to give each node a range wider than
@@ -296,6 +307,16 @@ async fn the_real_components_fail_what_talos_lets_through() {
                 .ok_or(state["kubernetes"].clone())
         });
         eprintln!("{masked_cp}'s control plane: {failed:#?}");
+        // Only that cluster's: the other two serve.
+        let state = sim.state_json();
+        let rings = state["kubernetes"].as_object().unwrap();
+        assert_eq!(rings.len(), 3, "{rings:#?}");
+        assert_eq!(failed.len(), 1, "{rings:#?}");
+        assert_eq!(
+            rings.values().filter(|r| r["status"] == "ready").count(),
+            2,
+            "{rings:#?}"
+        );
         let error = failed[0]["error"].as_str().unwrap();
         assert!(error.contains("kube-controller-manager exited"), "{error}");
         assert!(
@@ -306,4 +327,16 @@ async fn the_real_components_fail_what_talos_lets_through() {
         );
     });
     sim.shutdown().await.unwrap();
+}
+
+/// A Node's InternalIP (the CCM lists its Hostname first).
+fn internal_ip(node: &Value) -> String {
+    node["status"]["addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["type"] == "InternalIP")
+        .and_then(|a| a["address"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }

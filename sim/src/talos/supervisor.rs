@@ -4,8 +4,10 @@
 //! Each apid is registered with the proxy as the server's port 50000, so
 //! clients dial `<private-ip>:50000` as on Hetzner. Likewise a Kubernetes
 //! API server (`kube_api`) on port 6443 of each control plane whose etcd
-//! member runs. An endpoint that someone else registered for that port is
-//! left alone.
+//! member runs, and, given the binaries, the real control plane of each
+//! etcd ring of their release (`kube_control_plane`), started in its own
+//! task and restarted when what it runs with changes. An endpoint that
+//! someone else registered for that port is left alone.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

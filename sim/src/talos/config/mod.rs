@@ -34,6 +34,7 @@
 //! - `strict`: unknown keys and documents, refused as Talos' decoder does.
 
 mod authorities;
+pub mod components;
 mod conflicts;
 pub mod documents;
 mod hostname;
@@ -121,6 +122,8 @@ pub struct MachineConfig {
     pub warnings: Vec<String>,
     /// The documents as applied: what Talos keeps at [`CONFIG_PATH`].
     pub text: Secret,
+    /// What its Kubernetes components are started with.
+    pub components: components::Settings,
 }
 
 /// Where Talos keeps the machine config it runs (on the STATE partition).
@@ -271,6 +274,7 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
         subnets,
         warnings,
         text: Secret::new(text),
+        components: components::read(text),
     })
 }
 

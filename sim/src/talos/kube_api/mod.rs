@@ -1,5 +1,9 @@
-//! The Kubernetes API server of a control plane, as far as `kubectl
-//! version` and health checks go: HTTPS on port 6443 of the node's private
+//! The Kubernetes API server of a control plane. When its etcd ring has a
+//! real control plane (`kube_control_plane`), port 6443 passes each
+//! connection through to that kube-apiserver while this node's would be
+//! ready (`pass_through`); otherwise it is emulated here, as far as
+//! `kubectl version`, health checks and the object store (`crate::kube`)
+//! go: HTTPS on port 6443 of the node's private
 //! IPs (through the proxy, like apid), with a serving certificate from the
 //! cluster's Kubernetes CA, answering `/livez`, `/readyz`, `/healthz` and
 //! `/version` to clients whose certificate chains to that CA (401

@@ -12,7 +12,9 @@
 //!   cluster admin (its chart binds cluster-admin).
 //!
 //! A process restarts when what it is started from changes, and is
-//! restarted if it exits. Without its binary an add-on is not run.
+//! started again `RESTART_AFTER` after it exits (its exit said once).
+//! Without its binary an add-on is not run; without hct-sim's API address,
+//! no CCM.
 
 use std::path::{Path, PathBuf};
 
@@ -21,16 +23,26 @@ use serde_json::json;
 use tracing::{info, warn};
 
 use super::client::Client;
-use super::files::{self, Layout};
+use super::files::{self, Layout, User};
 use super::process::Component;
-use super::spec::ControlPlaneSpec;
+use super::spec::{ControlPlaneSpec, joined};
 use crate::talos::pki;
 
-/// What an add-on process was started from, and the process.
-struct Running {
-    started_from: Vec<(String, String)>,
-    process: Component,
+/// What an add-on process was started from, and the process; or when it
+/// last exited or failed to start, and why.
+enum Running {
+    Up {
+        started_from: Vec<(String, String)>,
+        process: Box<Component>,
+    },
+    Down {
+        since: std::time::Instant,
+        why: String,
+    },
 }
+
+/// How long an add-on that exited is left down before it is started again.
+const RESTART_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct Addons {
     approver_binary: Option<PathBuf>,
@@ -70,13 +82,22 @@ impl Addons {
             })
             .await;
         }
-        if let Some(binary) = self.ccm_binary.clone() {
+        if let Some(binary) = self
+            .ccm_binary
+            .clone()
+            .filter(|_| !self.hetzner_api.is_empty())
+        {
             let wanted = ccm_settings(admin, spec, &self.hetzner_api).await;
             reconcile(&mut self.ccm, wanted, |settings| async move {
                 start_ccm(spec, layout, base, &binary, settings)
             })
             .await;
         }
+    }
+
+    /// Whether Hetzner's CCM runs now.
+    pub fn ccm_runs(&self) -> bool {
+        matches!(self.ccm, Some(Running::Up { .. }))
     }
 }
 
@@ -88,25 +109,45 @@ async fn reconcile<F, Fut>(
     F: FnOnce(Vec<(String, String)>) -> Fut,
     Fut: Future<Output = Result<Component, String>>,
 {
-    if let Some(running) = slot.as_mut() {
-        let exited = running.process.check().err();
-        if let Some(why) = &exited {
-            warn!("{why}");
-        }
-        if exited.is_some() || wanted.as_ref() != Some(&running.started_from) {
-            *slot = None;
-        }
-    }
-    if let (None, Some(settings)) = (slot.as_ref(), wanted) {
-        match start(settings.clone()).await {
-            Ok(process) => {
-                info!("started {}", process.name);
-                *slot = Some(Running {
-                    started_from: settings,
-                    process,
-                });
+    let down = |why: String| Running::Down {
+        since: std::time::Instant::now(),
+        why,
+    };
+    match slot.as_mut() {
+        Some(Running::Up {
+            started_from,
+            process,
+        }) => {
+            if let Err(exited) = process.check() {
+                warn!("{exited}");
+                *slot = Some(down(exited.to_string()));
+            } else if wanted.as_ref() != Some(started_from) {
+                *slot = None;
             }
-            Err(e) => warn!("{e}"),
+        }
+        Some(Running::Down { since, .. }) if since.elapsed() < RESTART_AFTER => return,
+        _ => {}
+    }
+    if matches!(slot, Some(Running::Up { .. })) {
+        return;
+    }
+    let Some(settings) = wanted else {
+        *slot = None;
+        return;
+    };
+    match start(settings.clone()).await {
+        Ok(process) => {
+            info!("started {}", process.name);
+            *slot = Some(Running::Up {
+                started_from: settings,
+                process: Box::new(process),
+            });
+        }
+        Err(e) => {
+            if !matches!(slot, Some(Running::Down { why, .. }) if *why == e) {
+                warn!("{e}");
+            }
+            *slot = Some(down(e));
         }
     }
 }
@@ -163,7 +204,7 @@ async fn start_approver(
             answer.status
         )
     })?;
-    let text = token_kubeconfig(base, &spec.kubernetes_ca.certificate, token);
+    let text = files::kubeconfig(base, &spec.kubernetes_ca.certificate, User::Token(token));
     let kubeconfig =
         files::put(layout, "approver.kubeconfig", &text, true).map_err(|e| e.to_string())?;
     let mut args = Vec::new();
@@ -175,6 +216,14 @@ async fn start_approver(
             _ => env.push((name, value)),
         }
     }
+    // Whatever the Deployment says: no listeners (they would bind every
+    // interface) and no DNS lookups of node names (they would leave the
+    // machine). Later flags and variables win.
+    args.extend([
+        "-metrics-bind-address=0".into(),
+        "-health-probe-bind-address=0".into(),
+    ]);
+    env.push(("BYPASS_DNS_RESOLUTION".into(), "true".into()));
     Component::spawn_with_env(APPROVER, binary, &args, &env, &layout.dir).map_err(|e| e.to_string())
 }
 
@@ -208,13 +257,7 @@ async fn ccm_settings(
     if let Some(network) = field("network") {
         env.push(("HCLOUD_NETWORK".to_string(), network));
     }
-    let pods = spec
-        .pods
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    env.push(("CLUSTER_CIDR".to_string(), pods));
+    env.push(("CLUSTER_CIDR".to_string(), joined(&spec.pods)));
     Some(env)
 }
 
@@ -228,7 +271,11 @@ fn start_ccm(
     let name = "hcloud-cloud-controller-manager";
     let user = pki::client_certificate(&spec.kubernetes_ca, name, &["system:masters"])
         .map_err(|e| e.to_string())?;
-    let text = files::kubeconfig(base, &spec.kubernetes_ca.certificate, &user);
+    let text = files::kubeconfig(
+        base,
+        &spec.kubernetes_ca.certificate,
+        User::Certificate(&user),
+    );
     let kubeconfig =
         files::put(layout, "ccm.kubeconfig", &text, true).map_err(|e| e.to_string())?;
     let mut env = Vec::new();
@@ -256,17 +303,4 @@ fn start_ccm(
         "--bind-address=127.0.0.1".into(),
     ];
     Component::spawn_with_env(name, binary, &args, &env, &layout.dir).map_err(|e| e.to_string())
-}
-
-fn token_kubeconfig(server: &str, ca: &str, token: &str) -> String {
-    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
-    json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "sim", "cluster": {"server": server, "certificate-authority-data": b64(ca)}}],
-        "users": [{"name": "sim", "user": {"token": token}}],
-        "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim"}}],
-        "current-context": "sim",
-    })
-    .to_string()
 }

@@ -3,12 +3,12 @@
 //! where absent, as Talos' manifest apply controller does, with the
 //! resource paths found through the API server's discovery. An object of
 //! a kind not served yet (a custom resource whose definition comes in the
-//! same batch) is retried at the next pass.
+//! same batch), or one the server refuses, is tried again at the next
+//! pass; the caller says why.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use tracing::{debug, warn};
 
 use super::client::{Client, ClientError};
 
@@ -81,39 +81,40 @@ impl Discovery {
     }
 }
 
-/// Creates the objects that are absent; true when every object exists
-/// (created now or before), false when some must be tried again.
+/// Creates the objects that are absent; says why of each that is not
+/// there yet (none: every object exists, created now or before).
 pub async fn create_missing(
     client: &Client,
     objects: &[(String, Value)],
-) -> Result<bool, ClientError> {
+) -> Result<Vec<String>, ClientError> {
     let mut discovery = Discovery::load(client).await?;
-    let mut done = true;
+    let mut reloaded = false;
+    let mut problems = Vec::new();
     for (manifest, object) in objects {
         let mut collection = discovery.collection(object);
-        if collection.is_none() {
+        if collection.is_none() && !reloaded {
             // Its definition may have been created by an earlier object.
             discovery = Discovery::load(client).await?;
+            reloaded = true;
             collection = discovery.collection(object);
         }
         let Some(collection) = collection else {
-            debug!("bootstrap manifest {manifest}: kind not served yet");
-            done = false;
+            problems.push(format!(
+                "{manifest}: {} {} is not served (yet)",
+                object["apiVersion"].as_str().unwrap_or("?"),
+                object["kind"].as_str().unwrap_or("?")
+            ));
             continue;
         };
         let answer = client.post(&collection, object).await?;
-        match answer.status {
-            200..=299 | 409 => {}
-            status => {
-                warn!(
-                    "bootstrap manifest {manifest}: the API server refused {} {}: HTTP {status}: {}",
-                    object["kind"].as_str().unwrap_or("?"),
-                    object["metadata"]["name"].as_str().unwrap_or("?"),
-                    answer.body["message"].as_str().unwrap_or("")
-                );
-                done = false;
-            }
+        if !answer.ok() && answer.status != 409 {
+            problems.push(format!(
+                "{manifest}: the API server refused {} {}: {}",
+                object["kind"].as_str().unwrap_or("?"),
+                object["metadata"]["name"].as_str().unwrap_or("?"),
+                answer.why()
+            ));
         }
     }
-    Ok(done)
+    Ok(problems)
 }

@@ -36,6 +36,24 @@ impl Answer {
     pub fn ok(&self) -> bool {
         (200..300).contains(&self.status)
     }
+
+    /// `HTTP <status>: <the Status' message>`, for an answer that is not ok.
+    pub fn why(&self) -> String {
+        format!(
+            "HTTP {}: {}",
+            self.status,
+            self.body["message"].as_str().unwrap_or("")
+        )
+    }
+
+    /// The body when ok, else what went wrong doing `what`.
+    pub fn into_result(self, what: &str) -> Result<Value, String> {
+        if self.ok() {
+            Ok(self.body)
+        } else {
+            Err(format!("cannot {what}: {}", self.why()))
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -74,6 +92,8 @@ impl Client {
             .map_err(|e| bad(&e))?;
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
+            // Loopback only: never through a proxy of hct-sim's environment.
+            .no_proxy()
             .timeout(Duration::from_secs(20))
             .build()
             .map_err(|e| bad(&e))?;
@@ -120,6 +140,17 @@ impl Client {
     pub async fn post(&self, path: &str, body: &Value) -> Result<Answer, ClientError> {
         self.call("POST", path, "application/json", Some(body))
             .await
+    }
+
+    /// A strategic merge patch (lists with a merge key merge by it).
+    pub async fn strategic_patch(&self, path: &str, body: &Value) -> Result<Answer, ClientError> {
+        self.call(
+            "PATCH",
+            path,
+            "application/strategic-merge-patch+json",
+            Some(body),
+        )
+        .await
     }
 
     /// A merge patch.

@@ -91,7 +91,7 @@ pub fn write(layout: &Layout, spec: &ControlPlaneSpec, api_server: &str) -> Resu
     put(
         layout,
         "controller-manager.kubeconfig",
-        &kubeconfig(api_server, &ca.certificate, &manager),
+        &kubeconfig(api_server, &ca.certificate, User::Certificate(&manager)),
         true,
     )?;
     Ok(())
@@ -121,10 +121,24 @@ pub fn serving_certificate(
     Ok(())
 }
 
+/// Who a kubeconfig is for.
+pub enum User<'a> {
+    Certificate(&'a IssuedCertificate),
+    /// A bearer token (a ServiceAccount's).
+    Token(&'a str),
+}
+
 /// A kubeconfig for `user` at `server`.
-pub fn kubeconfig(server: &str, ca: &str, user: &IssuedCertificate) -> String {
+pub fn kubeconfig(server: &str, ca: &str, user: User<'_>) -> String {
     use base64::Engine;
     let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let user = match user {
+        User::Certificate(issued) => json!({
+            "client-certificate-data": b64(&issued.certificate),
+            "client-key-data": b64(issued.key.expose()),
+        }),
+        User::Token(token) => json!({"token": token}),
+    };
     json!({
         "apiVersion": "v1",
         "kind": "Config",
@@ -132,10 +146,7 @@ pub fn kubeconfig(server: &str, ca: &str, user: &IssuedCertificate) -> String {
             "server": server,
             "certificate-authority-data": b64(ca),
         }}],
-        "users": [{"name": "sim", "user": {
-            "client-certificate-data": b64(&user.certificate),
-            "client-key-data": b64(user.key.expose()),
-        }}],
+        "users": [{"name": "sim", "user": user}],
         "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim"}}],
         "current-context": "sim",
     })
@@ -153,11 +164,14 @@ pub fn put(layout: &Layout, name: &str, text: &str, private: bool) -> Result<Pat
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent).map_err(wrap)?;
     }
-    let tmp = path.with_extension("tmp");
+    let mut tmp = path.clone().into_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    // Made anew, so that its mode is this one.
+    let _ = fs::remove_file(&tmp);
     let mut file = fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(if private { 0o600 } else { 0o644 })
         .open(&tmp)
         .map_err(wrap)?;

@@ -4,17 +4,19 @@
 //! does): a kubelet that runs registers its Node (with the taints a kubelet
 //! registers with, `uninitialized` when the cloud provider is external),
 //! files its kubelet-serving CSR, keeps its Lease in `kube-node-lease`
-//! renewed and its status posted (`Ready` once a CNI DaemonSet exists, as
-//! in `crate::kube::nodes`, and the Node has its pod range), and on a control plane keeps the mirror pods
-//! of its static pods. A kubelet that stops just goes quiet:
-//! kube-controller-manager's node lifecycle controller marks it `Unknown`.
-//! A Node whose server is gone is deleted, as Hetzner's cloud controller
-//! manager would.
+//! renewed every 10 s and its status posted then or when it changes
+//! (`Ready` once a CNI DaemonSet exists, as in `crate::kube::nodes`, and
+//! the Node has its pod range; a strategic merge patch, and without
+//! addresses when a cloud controller manager owns them), and on a control
+//! plane keeps the mirror pods of its static pods. A kubelet that stops
+//! just goes quiet: kube-controller-manager's node lifecycle controller
+//! marks it `Unknown`. When asked (no CCM runs), the Node of a server
+//! that no longer exists is deleted, as Hetzner's CCM would.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::NodeView;
 use super::client::{Client, ClientError};
@@ -39,6 +41,8 @@ pub struct Kubelets {
     ca: CertificateAuthority,
     external_cloud_provider: bool,
     running: BTreeMap<String, Kubelet>,
+    /// What went wrong in the last pass, per node.
+    problems: Vec<String>,
 }
 
 impl Kubelets {
@@ -48,28 +52,35 @@ impl Kubelets {
             ca: ca.clone(),
             external_cloud_provider,
             running: BTreeMap::new(),
+            problems: Vec::new(),
         }
     }
 
+    /// What went wrong in the last pass.
+    pub fn problems(&self) -> Vec<String> {
+        self.problems.clone()
+    }
+
     /// One pass over the nodes `facts` describes, at `now` (unix seconds);
-    /// returns the Nodes as the API server listed them at its start.
+    /// with `servers` (every server's name), Nodes of none of them are
+    /// deleted. Returns the Nodes as the API server listed them at its
+    /// start.
     pub async fn sync(
         &mut self,
         admin: &Client,
         facts: &[NodeFacts],
+        servers: Option<&BTreeSet<String>>,
         now: u64,
     ) -> Result<Vec<NodeView>, ClientError> {
+        self.problems.clear();
         let cni = cni_present(admin).await?;
         let registered = admin.get("/api/v1/nodes").await?;
-        // Registered nodes, and whether each has its pod range yet.
-        let known: BTreeMap<String, bool> = registered.body["items"]
+        // Registered nodes by name.
+        let known: BTreeMap<String, Value> = registered.body["items"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|n| {
-                let name = n["metadata"]["name"].as_str()?.to_string();
-                Some((name, n["spec"]["podCIDR"].is_string()))
-            })
+            .filter_map(|n| Some((n["metadata"]["name"].as_str()?.to_string(), n.clone())))
             .collect();
         let views = registered.body["items"]
             .as_array()
@@ -77,10 +88,11 @@ impl Kubelets {
             .flatten()
             .map(view)
             .collect();
-        for gone in known
+        let gone = known
             .keys()
-            .filter(|k| !facts.iter().any(|f| &f.name == *k))
-        {
+            .filter(|k| servers.is_some_and(|servers| !servers.contains(*k)))
+            .filter(|k| !facts.iter().any(|f| &f.name == *k));
+        for gone in gone {
             admin
                 .call("DELETE", &format!("/api/v1/nodes/{gone}"), "", None)
                 .await?;
@@ -93,13 +105,10 @@ impl Kubelets {
             }
             // The CNI sets a node up once it has its pod range
             // (kube-controller-manager's to give): only then Ready.
-            let pod_range = known.get(&fact.name).copied();
-            let network_ready = cni && pod_range == Some(true);
-            if let Err(e) = self
-                .beat(admin, fact, network_ready, pod_range.is_some(), now)
-                .await
-            {
-                warn!(node = fact.name, "emulated kubelet: {e}");
+            let registered = known.get(&fact.name);
+            let network_ready = cni && registered.is_some_and(|n| n["spec"]["podCIDR"].is_string());
+            if let Err(e) = self.beat(admin, fact, network_ready, registered, now).await {
+                self.problems.push(format!("{}: {e}", fact.name));
                 self.running.remove(&fact.name);
             }
         }
@@ -111,7 +120,7 @@ impl Kubelets {
         admin: &Client,
         fact: &NodeFacts,
         cni: bool,
-        known: bool,
+        registered: Option<&Value>,
         now: u64,
     ) -> Result<(), String> {
         if !self.running.contains_key(&fact.name) {
@@ -133,23 +142,28 @@ impl Kubelets {
         }
         let external = self.external_cloud_provider;
         let kubelet = self.running.get_mut(&fact.name).expect("inserted above");
-        let desired = nodes::node(fact, cni, None, now);
-        if !known {
+        let desired = nodes::node(fact, cni, registered, now);
+        if registered.is_none() {
             register(&kubelet.client, admin, fact, &desired, external).await?;
             kubelet.posted = None;
             kubelet.mirror_pods.clear();
         }
-        let status = json!({"status": status_of(&desired)});
+        let mut status = status_of(&desired);
+        if external && let Some(fields) = status.as_object_mut() {
+            // The cloud controller manager's to set, after registration.
+            fields.remove("addresses");
+        }
+        let unchanged = |last: &Value| without_heartbeats(last) == without_heartbeats(&status);
         let due = match &kubelet.posted {
             None => true,
-            Some((at, last)) => now >= at + HEARTBEAT_SECONDS || last != &status,
+            Some((at, last)) => now >= at + HEARTBEAT_SECONDS || !unchanged(last),
         };
         if due {
             let path = format!("/api/v1/nodes/{}/status", fact.name);
-            expect_ok(
-                kubelet.client.patch(&path, &status).await,
-                "post its status",
-            )?;
+            let patch = json!({"status": status});
+            (kubelet.client.strategic_patch(&path, &patch).await)
+                .map_err(|e| e.to_string())?
+                .into_result("post its status")?;
             renew_lease(&kubelet.client, &fact.name, now).await?;
             kubelet.posted = Some((now, status));
         }
@@ -193,20 +207,16 @@ fn view(node: &Value) -> NodeView {
     }
 }
 
-fn expect_ok(
-    answer: Result<super::client::Answer, ClientError>,
-    what: &str,
-) -> Result<Value, String> {
-    let answer = answer.map_err(|e| e.to_string())?;
-    if answer.ok() {
-        Ok(answer.body)
-    } else {
-        Err(format!(
-            "cannot {what}: HTTP {}: {}",
-            answer.status,
-            answer.body["message"].as_str().unwrap_or("")
-        ))
+/// A status with the conditions' heartbeat times left out: what tells a
+/// change from a heartbeat.
+fn without_heartbeats(status: &Value) -> Value {
+    let mut status = status.clone();
+    for condition in status["conditions"].as_array_mut().into_iter().flatten() {
+        if let Some(fields) = condition.as_object_mut() {
+            fields.remove("lastHeartbeatTime");
+        }
     }
+    status
 }
 
 /// The status a kubelet posts (conditions, addresses, node info, capacity).
@@ -261,16 +271,14 @@ async fn register(
         .await
         .map_err(|e| e.to_string())?;
     if !answer.ok() && answer.status != 409 {
-        return Err(format!(
-            "cannot register: HTTP {}: {}",
-            answer.status,
-            answer.body["message"].as_str().unwrap_or("")
-        ));
+        return Err(format!("cannot register: {}", answer.why()));
     }
     if !restricted.is_empty() {
         let patch = json!({"metadata": {"labels": restricted}});
         let path = format!("/api/v1/nodes/{}", fact.name);
-        expect_ok(admin.patch(&path, &patch).await, "label the node")?;
+        (admin.patch(&path, &patch).await)
+            .map_err(|e| e.to_string())?
+            .into_result("label the node")?;
     }
     let mut request = csr::kubelet_csr(&fact.name, fact.ip);
     request["metadata"] = json!({"generateName": "csr-"});
@@ -283,7 +291,9 @@ async fn register(
         object.remove("status");
     }
     let path = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
-    expect_ok(client.post(path, &request).await, "file its serving CSR")?;
+    (client.post(path, &request).await)
+        .map_err(|e| e.to_string())?
+        .into_result("file its serving CSR")?;
     debug!(node = fact.name, "emulated kubelet registered");
     Ok(())
 }
@@ -308,10 +318,12 @@ async fn renew_lease(client: &Client, name: &str, now: u64) -> Result<(), String
             "spec": spec,
         });
         let collection = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
-        expect_ok(client.post(collection, &lease).await, "create its lease")?;
+        (client.post(collection, &lease).await)
+            .map_err(|e| e.to_string())?
+            .into_result("create its lease")?;
         return Ok(());
     }
-    expect_ok(Ok(answer), "renew its lease").map(|_| ())
+    answer.into_result("renew its lease").map(|_| ())
 }
 
 /// Creates the mirror pod of a static pod (owned by the Node, as the
@@ -336,17 +348,12 @@ async fn mirror(client: &Client, node: &str, mut pod: Value) -> Result<bool, Str
     let path = "/api/v1/namespaces/kube-system/pods";
     let answer = client.post(path, &pod).await.map_err(|e| e.to_string())?;
     if !answer.ok() && answer.status != 409 {
-        return Err(format!(
-            "cannot create mirror pod {name}: HTTP {}: {}",
-            answer.status,
-            answer.body["message"].as_str().unwrap_or("")
-        ));
+        return Err(format!("cannot create mirror pod {name}: {}", answer.why()));
     }
     let path = format!("{path}/{name}/status");
-    expect_ok(
-        client.patch(&path, &json!({"status": status})).await,
-        "post its mirror pod's status",
-    )?;
+    (client.patch(&path, &json!({"status": status})).await)
+        .map_err(|e| e.to_string())?
+        .into_result("post its mirror pod's status")?;
     Ok(true)
 }
 

@@ -12,9 +12,6 @@
 //! release, and every cluster when no binaries are given, are served by
 //! the emulated store (`crate::kube`).
 //!
-//! - `settings`: what the components take from a config that the rest of
-//!   the emulation does not read (service-account key, encryption, extra
-//!   arguments);
 //! - `spec`: which control planes should run, and with what;
 //! - `files` and `process`: their certificates and configuration files,
 //!   and the child processes;
@@ -38,7 +35,6 @@ pub mod client;
 pub mod files;
 pub mod kubelets;
 pub mod process;
-pub mod settings;
 pub mod spec;
 pub mod start;
 
@@ -103,12 +99,19 @@ impl KubeBinaries {
 pub struct WorkDir(PathBuf);
 
 impl WorkDir {
+    /// A directory of its own in `parent`: a name nobody holds (one that
+    /// exists, e.g. a dead process' of the same id, is passed over).
     pub fn create(parent: &std::path::Path) -> std::io::Result<Self> {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = parent.join(format!("hct-sim-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        Ok(Self(dir))
+        loop {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = parent.join(format!("hct-sim-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(Self(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     pub fn path(&self) -> &std::path::Path {
@@ -123,8 +126,9 @@ impl Drop for WorkDir {
 }
 
 /// Where a ring's control plane is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Status {
+    #[default]
     Starting,
     Ready(SocketAddr),
     Failed(String),
@@ -152,8 +156,11 @@ impl Registry {
         lock(&self.0).entry(store.to_string()).or_default().0 = status;
     }
 
+    /// The ring's Nodes, unless it was removed meanwhile.
     pub fn set_nodes(&self, store: &str, nodes: Vec<NodeView>) {
-        lock(&self.0).entry(store.to_string()).or_default().1 = nodes;
+        if let Some(entry) = lock(&self.0).get_mut(store) {
+            entry.1 = nodes;
+        }
     }
 
     pub fn remove(&self, store: &str) {
@@ -184,15 +191,9 @@ impl Registry {
     }
 }
 
-impl Default for Status {
-    fn default() -> Self {
-        Self::Starting
-    }
-}
-
 /// How long a connection to a control plane that is starting waits for its
 /// kube-apiserver (a cold start takes some seconds on a busy machine).
-const START_WAIT: Duration = Duration::from_secs(90);
+const START_WAIT: Duration = Duration::from_secs(180);
 
 /// The address of `store`'s kube-apiserver, once it serves; None if it
 /// failed or does not start in time.

@@ -31,6 +31,8 @@ pub enum ProcessError {
 
 /// Where nothing listens (the discard port).
 const DEAD_PROXY: &str = "http://127.0.0.1:9";
+/// What a component gets of hct-sim's environment.
+const KEPT_ENV: [&str; 3] = ["PATH", "HOME", "TMPDIR"];
 
 /// A running component.
 pub struct Component {
@@ -70,15 +72,20 @@ impl Component {
             .map_err(spawn_error)?;
         let err = out.try_clone().map_err(spawn_error)?;
         let mut command = Command::new(binary);
+        // Nothing of hct-sim's environment but where programs and home
+        // are: etcd takes any ETCD_* as a flag, the CCM HCLOUD_* and ROBOT_*.
+        command.env_clear();
+        for kept in KEPT_ENV {
+            if let Some(value) = std::env::var_os(kept) {
+                command.env(kept, value);
+            }
+        }
         command
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env("HTTP_PROXY", DEAD_PROXY)
             .env("HTTPS_PROXY", DEAD_PROXY)
             .env("NO_PROXY", "")
-            .env_remove("http_proxy")
-            .env_remove("https_proxy")
-            .env_remove("no_proxy")
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(out)

@@ -10,11 +10,11 @@ use std::net::Ipv4Addr;
 
 use ipnet::IpNet;
 
-use super::settings::{self, Settings};
 use crate::ids::Id;
 use crate::resources::servers::Server;
 use crate::state::World;
 use crate::talos::config::ClusterIdentity;
+use crate::talos::config::components::Settings;
 use crate::talos::kube_api::version::KubernetesVersion;
 use crate::talos::kube_api::{KubeApiSpec, store::store_id};
 use crate::talos::pki::CertificateAuthority;
@@ -95,6 +95,14 @@ pub fn wanted(
     out
 }
 
+/// Ranges as a flag takes them: comma-separated.
+pub fn joined(nets: &[IpNet]) -> String {
+    nets.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The store id of the real control plane `server`'s API server passes
 /// through to, if it is one of a real ring.
 pub fn store_of(server: &Server, release: &str) -> Option<String> {
@@ -118,7 +126,7 @@ fn of_node(
         cluster_name: config.cluster_name.clone(),
         endpoint: config.endpoint.clone(),
         kubernetes_ca: config.kubernetes_ca.clone(),
-        settings: settings::read(config.text.expose()),
+        settings: config.components.clone(),
         pods: config.subnets.pods.clone(),
         services: config.subnets.services.clone(),
         node_cidr_mask_ipv4: config.subnets.node_cidr_mask_ipv4,

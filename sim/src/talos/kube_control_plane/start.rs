@@ -3,12 +3,13 @@
 //! kube-controller-manager, each with the arguments Talos gives it and the
 //! config's `extraArgs` on top (except where they would listen: hct-sim
 //! listens on loopback only); then, every couple of seconds until the task
-//! is aborted, Talos' bootstrap manifests (until all exist) and the
-//! emulated kubelets. The registry says Starting, Ready or Failed; a
+//! is aborted, Talos' bootstrap manifests (until all exist, and again
+//! when they change), the emulated kubelets and the add-ons; a problem
+//! that lasts is logged once. The registry says Starting, Ready or Failed; a
 //! component that exits fails the whole (its log's end in the message).
 //! Aborting the task kills the processes (they are dropped).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use super::client::{Client, ClientError};
 use super::files::{self, FilesError, Layout};
 use super::kubelets::Kubelets;
 use super::process::{Component, ProcessError};
-use super::spec::{ControlPlaneSpec, ServingNames};
+use super::spec::{ControlPlaneSpec, ServingNames, joined};
 use super::{KubeBinaries, Status};
 use crate::app::AppState;
 use crate::clock::Timestamp;
@@ -34,6 +35,7 @@ use crate::talos::pki::{self, PkiError};
 const READY_WAIT: Duration = Duration::from_secs(180);
 const PASS: Duration = Duration::from_secs(2);
 const ATTEMPTS: u32 = 3;
+const STABLE: Duration = Duration::from_secs(60);
 const RETRY_AFTER: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
@@ -53,27 +55,39 @@ pub enum StartError {
 }
 
 /// Runs `spec`'s control plane until aborted; when it fails (a port taken
-/// in between, a component that exits), starts it again, up to
-/// `ATTEMPTS` times, then says so in the registry and ends.
+/// in between, a component that exits), starts it again, a little later
+/// each time. `ATTEMPTS` failures in a row, each within `STABLE` of its
+/// start, make it give up: it says so in the registry and ends. A failure
+/// after it ran that long starts the count anew.
 pub async fn run(
     sim: AppState,
     binaries: KubeBinaries,
     spec: ControlPlaneSpec,
     names: watch::Receiver<ServingNames>,
 ) {
-    for attempt in 1..=ATTEMPTS {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
         sim.control_planes.set(&spec.store, Status::Starting);
+        let started = std::time::Instant::now();
         let Err(e) = serve(&sim, &binaries, &spec, names.clone()).await;
+        if started.elapsed() >= STABLE {
+            attempt = 1;
+        }
+        if attempt >= ATTEMPTS {
+            warn!(
+                cluster = spec.cluster_name,
+                "real control plane gives up: {e}"
+            );
+            sim.control_planes
+                .set(&spec.store, Status::Failed(e.to_string()));
+            return;
+        }
         warn!(
             cluster = spec.cluster_name,
             "real control plane (attempt {attempt} of {ATTEMPTS}): {e}"
         );
-        if attempt == ATTEMPTS {
-            sim.control_planes
-                .set(&spec.store, Status::Failed(e.to_string()));
-        } else {
-            tokio::time::sleep(RETRY_AFTER).await;
-        }
+        tokio::time::sleep(RETRY_AFTER * attempt).await;
     }
 }
 
@@ -134,7 +148,8 @@ async fn serve(
         &spec.kubernetes_ca,
         spec.settings.external_cloud_provider(),
     );
-    let mut manifests_done = false;
+    let mut applied: Option<Vec<(String, serde_json::Value)>> = None;
+    let mut said = Said::default();
     let hetzner_api = sim.api_url.get().cloned().unwrap_or_default();
     let mut addons = Addons::new(
         binaries.csr_approver.clone(),
@@ -149,43 +164,60 @@ async fn serve(
             let current = names.borrow_and_update().clone();
             files::serving_certificate(&layout, spec, &current)?;
         }
-        let (node_facts, objects) = read_world(sim, spec, manifests_done);
-        if !manifests_done {
-            manifests_done = bootstrap::create_missing(&admin, &objects)
-                .await
-                .unwrap_or_else(|e| {
-                    warn!(cluster = spec.cluster_name, "bootstrap manifests: {e}");
-                    false
-                });
+        let seen = read_world(sim, spec);
+        // Talos creates what is missing at start and whenever the
+        // manifests change.
+        if applied.as_ref() != Some(&seen.objects) {
+            let mut problems = seen.problems.clone();
+            match bootstrap::create_missing(&admin, &seen.objects).await {
+                Ok(missing) if missing.is_empty() => applied = Some(seen.objects.clone()),
+                Ok(missing) => problems.extend(missing),
+                Err(e) => problems.push(e.to_string()),
+            }
+            said.say(&spec.cluster_name, "bootstrap manifests", &problems);
         }
+        // Without Hetzner's CCM, whose node lifecycle controller deletes
+        // the Node of a server that is gone, the kubelets' pass does.
+        let delete_gone = !addons.ccm_runs();
         match kubelets
-            .sync(&admin, &node_facts, Timestamp::now().unix_seconds())
+            .sync(
+                &admin,
+                &seen.facts,
+                delete_gone.then_some(&seen.servers),
+                Timestamp::now().unix_seconds(),
+            )
             .await
         {
-            Ok(nodes) => sim.control_planes.set_nodes(&spec.store, nodes),
-            Err(e) => warn!(cluster = spec.cluster_name, "emulated kubelets: {e}"),
+            Ok(nodes) => {
+                sim.control_planes.set_nodes(&spec.store, nodes);
+                said.say(
+                    &spec.cluster_name,
+                    "emulated kubelets",
+                    &kubelets.problems(),
+                );
+            }
+            Err(e) => said.say(&spec.cluster_name, "emulated kubelets", &[e.to_string()]),
         }
         addons.sync(&admin, spec, &layout, &base).await;
         tokio::time::sleep(PASS).await;
     }
 }
 
-/// The cluster's nodes as its kubelets see them, and (unless done) the
-/// bootstrap manifests of a control plane of the ring that runs.
-fn read_world(
-    sim: &AppState,
-    spec: &ControlPlaneSpec,
-    manifests_done: bool,
-) -> (
-    Vec<crate::kube::nodes::NodeFacts>,
-    Vec<(String, serde_json::Value)>,
-) {
-    let mut world = sim.world();
-    let now = world.now;
-    lifecycle::settle(&mut world, now);
-    let node_facts = facts(&world, &spec.cluster);
-    let mut objects = Vec::new();
-    if !manifests_done {
+/// What a pass reads of the world: the cluster's nodes as its kubelets see
+/// them, the bootstrap manifests of a control plane of the cluster that
+/// runs (and what Talos would report of them), and every server's name.
+struct Seen {
+    facts: Vec<crate::kube::nodes::NodeFacts>,
+    objects: Vec<(String, serde_json::Value)>,
+    problems: Vec<String>,
+    servers: BTreeSet<String>,
+}
+
+fn read_world(sim: &AppState, spec: &ControlPlaneSpec) -> Seen {
+    let (facts, serving, servers) = {
+        let mut world = sim.world();
+        let now = world.now;
+        lifecycle::settle(&mut world, now);
         let serving = world.servers.values().find_map(|server| {
             let talos = server.talos.as_ref()?;
             let config = talos
@@ -194,22 +226,41 @@ fn read_world(
                 .filter(|c| c.is_control_plane() && c.cluster == spec.cluster)?;
             Some((config.clone(), lifecycle::running_version(talos)?))
         });
-        if let Some((config, talos)) = serving {
-            let mut problems = Vec::new();
-            for manifest in rendered::render(&config, &talos, &mut problems) {
-                for object in manifest.objects {
-                    objects.push((manifest.id.clone(), object));
-                }
-            }
-            for problem in problems {
-                warn!(
-                    cluster = spec.cluster_name,
-                    "bootstrap manifests: {problem}"
-                );
+        let servers = world.servers.values().map(|s| s.name.clone()).collect();
+        (facts(&world, &spec.cluster), serving, servers)
+    };
+    let mut objects = Vec::new();
+    let mut problems = Vec::new();
+    if let Some((config, talos)) = serving {
+        for manifest in rendered::render(&config, &talos, &mut problems) {
+            for object in manifest.objects {
+                objects.push((manifest.id.clone(), object));
             }
         }
     }
-    (node_facts, objects)
+    Seen {
+        facts,
+        objects,
+        problems,
+        servers,
+    }
+}
+
+/// The problems last logged per topic: a warning only when they change, so
+/// that one that lasts is said once, not every pass.
+#[derive(Default)]
+struct Said(BTreeMap<&'static str, Vec<String>>);
+
+impl Said {
+    fn say(&mut self, cluster: &str, topic: &'static str, problems: &[String]) {
+        if self.0.get(topic).map(Vec::as_slice) == Some(problems) {
+            return;
+        }
+        for problem in problems {
+            warn!(cluster, "{topic}: {problem}");
+        }
+        self.0.insert(topic, problems.to_vec());
+    }
 }
 
 /// Loopback ports free now, all different (each held until all are found).
@@ -237,13 +288,6 @@ fn etcd_args(layout: &Layout, client: u16, peer: u16) -> Vec<String> {
         format!("--initial-cluster=sim={peer}"),
         "--log-level=warn".into(),
     ]
-}
-
-fn joined(nets: &[ipnet::IpNet]) -> String {
-    nets.iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// Talos' own arguments, the config's extra ones over them, then where it

@@ -1,8 +1,9 @@
-//! What a real control plane is started with that the emulation does not
-//! otherwise read from a machine config: the service-account key, the
-//! etcd encryption configuration and the components' `extraArgs`, each
-//! from its Talos v1.14 document when there is one, else from the
-//! v1alpha1 field it replaced.
+//! What the Kubernetes components of a node are started with that the
+//! rest of the emulation does not read (the real control plane does,
+//! `talos::kube_control_plane`): the service-account key, the etcd
+//! encryption configuration and the components' `extraArgs`, each from its
+//! Talos v1.14 document when there is one, else from the v1alpha1 field it
+//! replaced. Read once, as the config is parsed.
 
 use std::collections::BTreeMap;
 
