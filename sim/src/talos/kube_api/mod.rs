@@ -47,7 +47,6 @@ use super::calls::NodeRef;
 use super::cluster;
 use super::etcd::{self, etcd_ready};
 use super::faults;
-use super::kube_control_plane;
 use super::lifecycle;
 use super::pki::{self, CertificateAuthority, PkiError};
 use super::tls::{self, ClientCheck, TlsError};
@@ -295,7 +294,7 @@ async fn pass_through(listener: TcpListener, sim: AppState, node: NodeRef, store
                         if let Err(why) = ready {
                             return debug!("kube-apiserver of {node:?} not ready: {why}");
                         }
-                        let Some(addr) = kube_control_plane::address(&sim, &store).await else {
+                        let Some(addr) = sim.control_planes.address(&store).await else {
                             return debug!("the real control plane {store} does not serve");
                         };
                         match TcpStream::connect(addr).await {

@@ -43,8 +43,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::app::{Shared, lock};
-
 pub use self::spec::{ControlPlaneSpec, wanted};
 
 /// The real components hct-sim runs, and the Kubernetes release they are.
@@ -152,28 +150,49 @@ pub struct NodeView {
 }
 
 impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Status, Vec<NodeView>)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The address of `store`'s kube-apiserver, once it serves; None if it
+    /// failed or does not start in time.
+    pub async fn address(&self, store: &str) -> Option<SocketAddr> {
+        let deadline = tokio::time::Instant::now() + START_WAIT;
+        loop {
+            match self.get(store) {
+                Some(Status::Ready(addr)) => return Some(addr),
+                Some(Status::Starting) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                _ => return None,
+            }
+        }
+    }
+
     pub fn set(&self, store: &str, status: Status) {
-        lock(&self.0).entry(store.to_string()).or_default().0 = status;
+        self.lock().entry(store.to_string()).or_default().0 = status;
     }
 
     /// The ring's Nodes, unless it was removed meanwhile.
     pub fn set_nodes(&self, store: &str, nodes: Vec<NodeView>) {
-        if let Some(entry) = lock(&self.0).get_mut(store) {
+        if let Some(entry) = self.lock().get_mut(store) {
             entry.1 = nodes;
         }
     }
 
     pub fn remove(&self, store: &str) {
-        lock(&self.0).remove(store);
+        self.lock().remove(store);
     }
 
     pub fn get(&self, store: &str) -> Option<Status> {
-        lock(&self.0).get(store).map(|(status, _)| status.clone())
+        self.lock().get(store).map(|(status, _)| status.clone())
     }
 
     /// Each ring's status and Nodes, for `/_sim/state` (`kubernetes`).
     pub fn to_json(&self) -> serde_json::Value {
-        let rings = lock(&self.0);
+        let rings = self.lock();
         rings
             .iter()
             .map(|(store, (status, nodes))| {
@@ -194,21 +213,6 @@ impl Registry {
 /// How long a connection to a control plane that is starting waits for its
 /// kube-apiserver (a cold start takes some seconds on a busy machine).
 const START_WAIT: Duration = Duration::from_secs(180);
-
-/// The address of `store`'s kube-apiserver, once it serves; None if it
-/// failed or does not start in time.
-pub async fn address(sim: &Shared, store: &str) -> Option<SocketAddr> {
-    let deadline = tokio::time::Instant::now() + START_WAIT;
-    loop {
-        match sim.control_planes.get(store) {
-            Some(Status::Ready(addr)) => return Some(addr),
-            Some(Status::Starting) if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            _ => return None,
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
