@@ -22,6 +22,11 @@ use crate::support::reference::{CNI_MANIFEST, resource_values, workspace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
+    if !support::sim::real_kubernetes_wanted() {
+        return eprintln!(
+            "SKIPPED: HCT_SIM_KUBERNETES=emulated (this runs in scripts/test's Terraform pass)"
+        );
+    }
     let kubectl = kubectl();
     let sim = support::sim::start_with_real_kubernetes().await;
     let ws = workspace(&sim);
@@ -173,6 +178,11 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_components_fail_what_talos_lets_through() {
     use crate::mutations::{Target, boot_pair, kind_doc};
+    if !support::sim::real_kubernetes_wanted() {
+        return eprintln!(
+            "SKIPPED: HCT_SIM_KUBERNETES=emulated (this runs in scripts/test's Terraform pass)"
+        );
+    }
     let sim = hct_sim::Sim::start(hct_sim::SimOptions {
         rate_limit: 1_000_000,
         kubernetes: Some(support::sim::real_kubernetes()),

@@ -143,14 +143,29 @@ pub fn private_server(network: i64, name: &str, ip: &str) -> PrivateServer {
 /// `scripts/ensure-peers` (etcd, kube-apiserver, kube-controller-manager;
 /// kubelet-csr-approver and Hetzner's CCM unless skipped without
 /// `../shared`) behind every cluster of its release.
+/// With `HCT_SIM_KUBERNETES=emulated` (`scripts/test`'s OpenTofu pass:
+/// what the real components judge does not depend on the CLI, and they
+/// cost a pass minutes of CPU) it is [`start`], and says so.
 pub async fn start_with_real_kubernetes() -> SimHandle {
     log_if_asked();
+    if !real_kubernetes_wanted() {
+        eprintln!(
+            "HCT_SIM_KUBERNETES=emulated: the emulated Kubernetes API server stands in for the real one"
+        );
+        return start().await;
+    }
     Sim::start(SimOptions {
         kubernetes: Some(real_kubernetes()),
         ..SimOptions::seeded_fast()
     })
     .await
     .unwrap()
+}
+
+/// Whether the real control plane is wanted: unless
+/// `HCT_SIM_KUBERNETES=emulated`.
+pub fn real_kubernetes_wanted() -> bool {
+    std::env::var("HCT_SIM_KUBERNETES").map_or(true, |v| v != "emulated")
 }
 
 /// The real Kubernetes components of the peers, working in the system's
