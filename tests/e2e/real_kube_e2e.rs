@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde_json::Value;
 
-use crate::peers::kubectl::{kubectl, run, succeeded, through_proxy};
+use crate::peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
 use crate::support;
 use crate::support::eventually;
 use crate::support::reference::{CNI_MANIFEST, resource_values, workspace};
@@ -37,17 +37,9 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
-        let outputs = ws.outputs();
-        let kubeconfig = outputs["kubeconfig"]["value"].as_str().unwrap().to_string();
-        let endpoint = outputs["endpoint"]["value"].as_str().unwrap().to_string();
         let plan = resource_values(&ws, "data.hct_network_plan.this");
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kubeconfig");
-        std::fs::write(
-            &path,
-            through_proxy(&kubeconfig, &endpoint, &sim.proxy_url()),
-        )
-        .unwrap();
+        let path = kubeconfig_file(&ws.outputs(), &sim.proxy_url(), dir.path());
         let kubectl_ok =
             |what: &str, args: &[&str]| succeeded(what, run(&kubectl, dir.path(), &path, args));
 
