@@ -108,14 +108,34 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
             done.then_some(csrs.clone()).ok_or(csrs)
         });
         eprintln!("{}", kubectl_ok("get csr", &["get", "csr"]));
+        // The kubelets' client certificates came from their TLS bootstrap:
+        // kube-controller-manager approved and signed those.
+        let client_csrs: Vec<&Value> = csrs["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet")
+            .collect();
+        assert!(client_csrs.len() >= 9, "{csrs:#}");
+        assert!(
+            client_csrs.iter().all(|c| c["spec"]["username"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("system:bootstrap:"))),
+            "{csrs:#}"
+        );
         assert!(
             !approver
-                || csrs["items"].as_array().unwrap().iter().all(|c| {
-                    c["status"]["conditions"][0]["message"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .contains("kubelet-csr-approver")
-                }),
+                || csrs["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|c| c["spec"]["signerName"] == "kubernetes.io/kubelet-serving")
+                    .all(|c| {
+                        c["status"]["conditions"][0]["message"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .contains("kubelet-csr-approver")
+                    }),
             "{csrs:#}"
         );
 

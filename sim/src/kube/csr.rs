@@ -21,6 +21,12 @@ pub const KUBELET_SERVING: &str = "kubernetes.io/kubelet-serving";
 /// A PEM `CERTIFICATE REQUEST` as kubelet makes it: subject
 /// `O=system:nodes, CN=system:node:<node>`, SANs the DNS names and IPs.
 pub fn request_pem(node: &str, dns_names: &[&str], ips: &[IpAddr]) -> String {
+    request_with_key(node, dns_names, ips).0
+}
+
+/// The same request and its private key (PEM), for a kubelet that will use
+/// the certificate (its TLS bootstrap's client certificate).
+pub fn request_with_key(node: &str, dns_names: &[&str], ips: &[IpAddr]) -> (String, String) {
     let key = KeyPair::generate().expect("a P-256 key");
     let mut params = CertificateParams::default();
     let mut subject = DistinguishedName::new();
@@ -32,10 +38,11 @@ pub fn request_pem(node: &str, dns_names: &[&str], ips: &[IpAddr]) -> String {
         .filter_map(|n| Some(SanType::DnsName((*n).try_into().ok()?)))
         .chain(ips.iter().map(|ip| SanType::IpAddress(*ip)))
         .collect();
-    params
+    let request = params
         .serialize_request(&key)
         .and_then(|r| r.pem())
-        .expect("a certificate request")
+        .expect("a certificate request");
+    (request, key.serialize_pem())
 }
 
 /// What a certificate request asks for.

@@ -106,6 +106,12 @@ pub async fn create_missing(
             ));
             continue;
         };
+        // Looked up first, as Talos does: creating a Service whose fixed
+        // cluster IP it already holds answers 422, not 409.
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        if client.get(&format!("{collection}/{name}")).await?.ok() {
+            continue;
+        }
         let answer = client.post(&collection, object).await?;
         if !answer.ok() && answer.status != 409 {
             problems.push(format!(

@@ -1,7 +1,7 @@
-//! Requests to a ring's real kube-apiserver as one user (a client
-//! certificate issued by the cluster's CA): the emulated kubelets as
-//! `system:node:<name>`, Talos' bootstrap manifests and readiness checks as
-//! an admin. JSON in, status and JSON out.
+//! Requests to a ring's real kube-apiserver as one user: a client
+//! certificate (the emulated kubelets as `system:node:<name>`, Talos'
+//! bootstrap manifests and readiness checks as an admin) or a bootstrap
+//! token (a kubelet's TLS bootstrap). JSON in, status and JSON out.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +56,12 @@ impl Answer {
     }
 }
 
+/// Who a client is.
+enum Credentials<'a> {
+    Certificate(&'a IssuedCertificate),
+    Token(&'a str),
+}
+
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
@@ -70,6 +76,24 @@ impl Client {
         ca: &CertificateAuthority,
         user: &IssuedCertificate,
     ) -> Result<Self, ClientError> {
+        Self::build(base, ca, Credentials::Certificate(user))
+    }
+
+    /// A client of the API server at `base` with a bearer token (a
+    /// kubelet's bootstrap token), trusting `ca`.
+    pub fn with_token(
+        base: &str,
+        ca: &CertificateAuthority,
+        token: &str,
+    ) -> Result<Self, ClientError> {
+        Self::build(base, ca, Credentials::Token(token))
+    }
+
+    fn build(
+        base: &str,
+        ca: &CertificateAuthority,
+        user: Credentials<'_>,
+    ) -> Result<Self, ClientError> {
         let bad = |e: &dyn std::fmt::Display| ClientError::Credentials(e.to_string());
         let mut roots = RootCertStore::empty();
         for certificate in CertificateDer::pem_slice_iter(ca.certificate.as_bytes()) {
@@ -77,21 +101,35 @@ impl Client {
                 .add(certificate.map_err(|e| bad(&e))?)
                 .map_err(|e| bad(&e))?;
         }
-        let chain: Vec<CertificateDer<'static>> =
-            CertificateDer::pem_slice_iter(user.certificate.as_bytes())
-                .collect::<Result<_, _>>()
-                .map_err(|e| bad(&e))?;
-        let key =
-            PrivateKeyDer::from_pem_slice(user.key.expose().as_bytes()).map_err(|e| bad(&e))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| bad(&e))?
-            .with_root_certificates(roots)
-            .with_client_auth_cert(chain, key)
-            .map_err(|e| bad(&e))?;
+            .with_root_certificates(roots);
+        let mut headers = reqwest::header::HeaderMap::new();
+        let tls = match user {
+            Credentials::Certificate(user) => {
+                let chain: Vec<CertificateDer<'static>> =
+                    CertificateDer::pem_slice_iter(user.certificate.as_bytes())
+                        .collect::<Result<_, _>>()
+                        .map_err(|e| bad(&e))?;
+                let key = PrivateKeyDer::from_pem_slice(user.key.expose().as_bytes())
+                    .map_err(|e| bad(&e))?;
+                tls.with_client_auth_cert(chain, key).map_err(|e| bad(&e))?
+            }
+            Credentials::Token(token) => {
+                let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| {
+                        ClientError::Credentials("a token that is no header value".into())
+                    })?;
+                value.set_sensitive(true);
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+                tls.with_no_client_auth()
+            }
+        };
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
+            .default_headers(headers)
             // Loopback only: never through a proxy of hct-sim's environment.
             .no_proxy()
             .timeout(Duration::from_secs(20))

@@ -1,7 +1,8 @@
 //! The emulated kubelets of a ring's nodes, talking to the real API server
 //! each with its own client certificate (`system:node:<name>` in
-//! `system:nodes`, so the Node authorizer and NodeRestriction judge what it
-//! does): a kubelet that runs registers its Node (with the taints a kubelet
+//! `system:nodes`, from its TLS bootstrap with its config's bootstrap
+//! token, `tls_bootstrap`; so the Node authorizer and NodeRestriction
+//! judge what it does): a kubelet that runs registers its Node (with the taints a kubelet
 //! registers with, `uninitialized` when the cloud provider is external),
 //! files its kubelet-serving CSR, keeps its Lease in `kube-node-lease`
 //! renewed every 10 s and its status posted then or when it changes
@@ -20,9 +21,11 @@ use tracing::debug;
 
 use super::NodeView;
 use super::client::{Client, ClientError};
+use super::tls_bootstrap;
 use crate::kube::csr;
 use crate::kube::nodes::{self, NodeFacts};
-use crate::talos::pki::{self, CertificateAuthority};
+use crate::talos::pki::CertificateAuthority;
+use crate::talos::secret::Secret;
 
 /// How often a Lease is renewed and a status posted.
 const HEARTBEAT_SECONDS: u64 = 10;
@@ -70,6 +73,7 @@ impl Kubelets {
         admin: &Client,
         facts: &[NodeFacts],
         servers: Option<&BTreeSet<String>>,
+        tokens: &BTreeMap<String, Secret>,
         now: u64,
     ) -> Result<Vec<NodeView>, ClientError> {
         self.problems.clear();
@@ -107,7 +111,13 @@ impl Kubelets {
             // (kube-controller-manager's to give): only then Ready.
             let registered = known.get(&fact.name);
             let network_ready = cni && registered.is_some_and(|n| n["spec"]["podCIDR"].is_string());
-            if let Err(e) = self.beat(admin, fact, network_ready, registered, now).await {
+            let Some(token) = tokens.get(&fact.name) else {
+                continue;
+            };
+            if let Err(e) = self
+                .beat(admin, fact, token, network_ready, registered, now)
+                .await
+            {
                 self.problems.push(format!("{}: {e}", fact.name));
                 self.running.remove(&fact.name);
             }
@@ -119,17 +129,14 @@ impl Kubelets {
         &mut self,
         admin: &Client,
         fact: &NodeFacts,
+        token: &Secret,
         cni: bool,
         registered: Option<&Value>,
         now: u64,
     ) -> Result<(), String> {
         if !self.running.contains_key(&fact.name) {
-            let user = pki::client_certificate(
-                &self.ca,
-                &format!("system:node:{}", fact.name),
-                &["system:nodes"],
-            )
-            .map_err(|e| e.to_string())?;
+            let user =
+                tls_bootstrap::client_certificate(&self.base, &self.ca, token, &fact.name).await?;
             let client = Client::new(&self.base, &self.ca, &user).map_err(|e| e.to_string())?;
             self.running.insert(
                 fact.name.clone(),

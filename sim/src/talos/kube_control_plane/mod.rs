@@ -18,16 +18,15 @@
 //! - `start`: the order they start in and the wait for readiness;
 //! - `client`: requests to the real API server as a given user;
 //! - `kubelets`: the emulated kubelets (Nodes, leases, mirror pods and
-//!   serving CSRs, each node with its own credentials), kept in line with
-//!   the world; `bootstrap`: Talos' bootstrap manifests;
+//!   serving CSRs, each node with its own credentials from its TLS
+//!   bootstrap, `tls_bootstrap`), kept in line with the world;
+//!   `bootstrap`: Talos' bootstrap manifests;
 //! - `addons`: kubelet-csr-approver and Hetzner's cloud controller manager
 //!   as real processes, for the clusters that deploy them.
 //!
 //! Not real here: one etcd member per ring (the membership Talos' API
-//! reports stays the emulated one), kube-scheduler (no pod is scheduled),
-//! and the kubelets' TLS bootstrap (their client certificates are issued
-//! by the sim with the cluster's CA instead of through a bootstrap-token
-//! CSR).
+//! reports stays the emulated one) and kube-scheduler (no pod is
+//! scheduled).
 
 pub mod addons;
 pub mod bootstrap;
@@ -37,6 +36,7 @@ pub mod kubelets;
 pub mod process;
 pub mod spec;
 pub mod start;
+pub mod tls_bootstrap;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -26,10 +26,12 @@ use super::spec::{ControlPlaneSpec, ServingNames, joined};
 use super::{KubeBinaries, Status};
 use crate::app::AppState;
 use crate::clock::Timestamp;
+use crate::talos::cluster;
 use crate::talos::kube_api::store::facts;
 use crate::talos::lifecycle;
 use crate::talos::manifests as rendered;
 use crate::talos::pki::{self, PkiError};
+use crate::talos::secret::Secret;
 
 /// How long kube-apiserver may take to answer `/readyz` with ok.
 const READY_WAIT: Duration = Duration::from_secs(180);
@@ -184,6 +186,7 @@ async fn serve(
                 &admin,
                 &seen.facts,
                 delete_gone.then_some(&seen.servers),
+                &seen.tokens,
                 Timestamp::now().unix_seconds(),
             )
             .await
@@ -211,10 +214,12 @@ struct Seen {
     objects: Vec<(String, serde_json::Value)>,
     problems: Vec<String>,
     servers: BTreeSet<String>,
+    /// Each configured node's bootstrap token, by node name.
+    tokens: BTreeMap<String, Secret>,
 }
 
 fn read_world(sim: &AppState, spec: &ControlPlaneSpec) -> Seen {
-    let (facts, serving, servers) = {
+    let (facts, serving, servers, tokens) = {
         let mut world = sim.world();
         let now = world.now;
         lifecycle::settle(&mut world, now);
@@ -227,7 +232,20 @@ fn read_world(sim: &AppState, spec: &ControlPlaneSpec) -> Seen {
             Some((config.clone(), lifecycle::running_version(talos)?))
         });
         let servers = world.servers.values().map(|s| s.name.clone()).collect();
-        (facts(&world, &spec.cluster), serving, servers)
+        let tokens = world
+            .servers
+            .values()
+            .filter_map(|server| {
+                let config = server.talos.as_ref()?.node.config()?;
+                (config.cluster == spec.cluster).then(|| {
+                    (
+                        cluster::hostname(server, Some(config)),
+                        config.bootstrap_token.clone(),
+                    )
+                })
+            })
+            .collect();
+        (facts(&world, &spec.cluster), serving, servers, tokens)
     };
     let mut objects = Vec::new();
     let mut problems = Vec::new();
@@ -243,6 +261,7 @@ fn read_world(sim: &AppState, spec: &ControlPlaneSpec) -> Seen {
         objects,
         problems,
         servers,
+        tokens,
     }
 }
 
