@@ -53,11 +53,24 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
             "{table}"
         );
 
-        let nodes: Value =
-            serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
-                .unwrap();
+        // Every node Ready: a worker whose TLS bootstrap waited for a busy
+        // controller-manager may register a pass later than the rest.
+        let nodes: Value = eventually("9 Ready nodes", || {
+            let nodes: Value =
+                serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
+                    .unwrap();
+            let items = nodes["items"].as_array().unwrap();
+            let ready = items.len() == 9
+                && items.iter().all(|n| {
+                    n["status"]["conditions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                });
+            ready.then_some(nodes.clone()).ok_or(nodes)
+        });
         let items = nodes["items"].as_array().unwrap();
-        assert_eq!(items.len(), 9, "{table}");
         let pods: Ipv4Net = plan["pod_cidr"].as_str().unwrap().parse().unwrap();
         let mask = plan["pod_cidr_mask_size"].as_u64().unwrap() as u8;
         for node in items {
