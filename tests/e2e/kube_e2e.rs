@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use hct_sim::{FaultSpec, SimEvent, SimHandle};
-use peers::kubectl::{kubectl, run, succeeded, through_proxy};
+use peers::kubectl::{kubectl, readiness, run, succeeded, through_proxy};
 use serde_json::{Value, json};
 use support::Workspace;
 use support::reference::{CNI_MANIFEST, resource_values, workspace};
@@ -154,17 +154,9 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
         let extras = k.json(&["get", "configmap", "extras", "-n", "addons"]);
         assert_eq!(extras["data"]["hello"], "world");
         let nodes = k.json(&["get", "nodes"]);
-        let items = nodes["items"].as_array().unwrap();
-        assert_eq!(items.len(), 9);
-        for node in items {
-            let ready = node["status"]["conditions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["type"] == "Ready")
-                .unwrap();
-            assert_eq!(ready["status"], "True", "{node:#}");
-        }
+        let ready = readiness(&nodes);
+        assert_eq!(ready.len(), 9);
+        assert!(ready.iter().all(|(_, r)| r == "True"), "{ready:?}");
         // hct's approver (the real kubelet-csr-approver, with the settings
         // hct deploys it with) approves every node's kubelet-serving CSR.
         if support::sim::real_addon_or_skip("CSR_APPROVER", "the CSR approvals") {

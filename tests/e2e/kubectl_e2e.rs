@@ -20,7 +20,7 @@ use crate::peers;
 use crate::support;
 use crate::support::eventually;
 
-use peers::kubectl::{kubectl, run, succeeded, through_proxy};
+use peers::kubectl::{kubectl, readiness, run, succeeded, through_proxy};
 use serde_json::Value;
 use support::Workspace;
 use support::reference::{CNI_MANIFEST, state_attribute, workspace};
@@ -96,25 +96,6 @@ async fn kubectl_reaches_every_control_plane_through_the_proxy() {
         }
     });
     sim.shutdown().await.unwrap();
-}
-
-/// The Ready condition of each node in `kubectl get nodes -o json`.
-fn readiness(nodes: &Value) -> Vec<(String, String)> {
-    nodes["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            let ready = n["status"]["conditions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["type"] == "Ready")
-                .map(|c| c["status"].as_str().unwrap().to_string())
-                .unwrap_or_default();
-            (n["metadata"]["name"].as_str().unwrap().to_string(), ready)
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde_json::Value;
 
-use crate::peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
+use crate::peers::kubectl::{kubeconfig_file, kubectl, readiness, run, succeeded};
 use crate::support;
 use crate::support::eventually;
 use crate::support::reference::{CNI_MANIFEST, resource_values, workspace};
@@ -59,15 +59,8 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
             let nodes: Value =
                 serde_json::from_str(&kubectl_ok("get nodes", &["get", "nodes", "-o", "json"]))
                     .unwrap();
-            let items = nodes["items"].as_array().unwrap();
-            let ready = items.len() == 9
-                && items.iter().all(|n| {
-                    n["status"]["conditions"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                });
+            let ready = readiness(&nodes);
+            let ready = ready.len() == 9 && ready.iter().all(|(_, r)| r == "True");
             ready.then_some(nodes.clone()).ok_or(nodes)
         });
         let items = nodes["items"].as_array().unwrap();
@@ -75,15 +68,8 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
         let mask = plan["pod_cidr_mask_size"].as_u64().unwrap() as u8;
         for node in items {
             let name = node["metadata"]["name"].as_str().unwrap();
-            let ready = node["status"]["conditions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["type"] == "Ready")
-                .unwrap();
-            // Ready only once the node has its pod range, as a CNI that
-            // takes it from the Node (Cilium's kubernetes IPAM) does.
-            assert_eq!(ready["status"], "True", "{name}: {ready}");
+            // Ready (above) only once the node has its pod range, as a CNI
+            // that takes it from the Node (Cilium's kubernetes IPAM) does.
             let range: Ipv4Net = node["spec"]["podCIDR"]
                 .as_str()
                 .unwrap_or_else(|| panic!("{name} has no podCIDR: {node:#}"))

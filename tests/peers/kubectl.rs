@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use serde_json::Value;
+
 /// A proxy nothing listens on, for `HTTPS_PROXY`: a kubectl that ignored
 /// `proxy-url` fails there instead of reaching for the private network.
 const DEAD_PROXY: &str = "socks5://127.0.0.1:9";
@@ -94,4 +96,23 @@ pub fn succeeded(what: &str, out: Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// The Ready condition of each node in `kubectl get nodes -o json`.
+pub fn readiness(nodes: &Value) -> Vec<(String, String)> {
+    nodes["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let ready = n["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == "Ready")
+                .map(|c| c["status"].as_str().unwrap().to_string())
+                .unwrap_or_default();
+            (n["metadata"]["name"].as_str().unwrap().to_string(), ready)
+        })
+        .collect()
 }
