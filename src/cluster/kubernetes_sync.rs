@@ -7,10 +7,14 @@
 //! `hct`); at create, after a failure or a release move every manifest is
 //! applied in full, taking Talos' objects over. Last, the wait until every
 //! control plane is Ready, when the manifests bring a CNI (`ready`).
+//!
+//! A refresh asks which of hct's objects were changed by hand since
+//! ([`drift`]), so that the plan can take them back.
 
 use crate::net::Proxy;
 
 use super::kube_api::KubeApi;
+use super::kube_api::drift::{self, Drift};
 use super::kube_api::manifests::{self, ObjectRef};
 use super::ready::{self, CniRule};
 use super::record::NodeRecord;
@@ -119,4 +123,30 @@ pub async fn sync(run: Sync<'_>) -> Result<(), ClusterError> {
         run.deadline,
     )
     .await
+}
+
+/// For a refresh: the objects of `manifests` the cluster holds otherwise
+/// than an apply of them would make (edited or deleted by hand), asked of
+/// the first of the control planes `nodes`.
+pub async fn drift(
+    settings: &ClusterSettings,
+    proxy: Option<Proxy>,
+    nodes: &[NodeRecord],
+    manifests: &[Manifest],
+) -> Result<Vec<Drift>, ClusterError> {
+    let Some(first) = nodes.first() else {
+        return Ok(Vec::new());
+    };
+    let credentials = settings.kubernetes_trust()?;
+    let api = KubeApi {
+        ip: first.ip.into(),
+        proxy,
+        credentials: &credentials,
+    };
+    drift::drifted(&api, manifests)
+        .await
+        .map_err(|reason| ClusterError::Kubernetes {
+            node: first.name.clone(),
+            reason,
+        })
 }

@@ -255,6 +255,43 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
         assert_eq!(ds["metadata"]["name"], "cilium", "kept");
         plan_is_empty(&ws, "the change");
 
+        // Changed by hand: the refresh finds it, the apply takes it back.
+        // A label hct never applied is not hct's and stays.
+        k.ok(&[
+            "label",
+            "--overwrite",
+            "daemonset",
+            "cilium",
+            "-n",
+            "kube-system",
+            "k8s-app=edited",
+            "owner=someone",
+        ]);
+        k.ok(&["delete", "configmap", "cilium-config", "-n", "kube-system"]);
+        let plan = ws.terraform(&["plan", "-detailed-exitcode"]);
+        // The CLI wraps long lines.
+        let said = format!("{}{}", plan.stdout, plan.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(plan.status.code(), Some(2), "{said}");
+        for line in [
+            "Objects of the bootstrap manifests changed outside Terraform",
+            "manifest cilium: apps/v1 DaemonSet kube-system/cilium: metadata.labels.k8s-app changed",
+            "manifest cilium: v1 ConfigMap kube-system/cilium-config: deleted",
+        ] {
+            assert!(said.contains(line), "{line}:\n{said}");
+        }
+        assert!(!said.contains("owner"), "{said}");
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply after edits by hand");
+        let ds = k.json(&["get", "daemonset", "cilium", "-n", "kube-system"]);
+        assert_eq!(ds["metadata"]["labels"]["k8s-app"], "cilium");
+        assert_eq!(ds["metadata"]["labels"]["owner"], "someone");
+        let config = k.json(&["get", "configmap", "cilium-config", "-n", "kube-system"]);
+        assert_eq!(config["data"], json!({"ipam": "cluster-pool"}));
+        plan_is_empty(&ws, "taking the edits back");
+
         // A new ccm_token updates the Secret.
         let token = "c".repeat(64);
         ws.write("ccm.auto.tfvars", &format!("ccm_token = \"{token}\"\n"));

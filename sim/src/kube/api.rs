@@ -4,6 +4,8 @@
 //! `metadata.namespace`), `POST`, `PUT` (with the CSR `approval` and the
 //! `status` subresources), `PATCH` (server-side apply, merge and
 //! strategic merge patches) and `DELETE`; and the OpenAPI v3 index.
+//! A write with `dryRun=All` answers as the write would, on a copy of the
+//! store.
 
 use serde_json::{Value, json};
 
@@ -58,6 +60,14 @@ pub fn serves(path: &str) -> bool {
 }
 
 pub fn handle(store: &mut ClusterStore, request: &ApiRequest) -> Answer {
+    let dry_run = request.method != "GET" && parameter(request.query, "dryRun").is_some();
+    let mut copy;
+    let store = if dry_run {
+        copy = store.clone();
+        &mut copy
+    } else {
+        store
+    };
     match route(store, request) {
         Ok(answer) => answer,
         Err(e) => e.into(),

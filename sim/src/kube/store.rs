@@ -52,7 +52,7 @@ impl Stores {
 /// cluster-scoped objects), name.
 pub type ObjectKey = (String, String, String);
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ClusterStore {
     #[serde(with = "keyed_list")]
     objects: BTreeMap<ObjectKey, Value>,

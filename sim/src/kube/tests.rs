@@ -664,3 +664,19 @@ fn rbac_names_may_hold_colons_other_names_may_not() {
     );
     assert_eq!(refused.code, 422, "{}", refused.body);
 }
+
+#[test]
+fn a_dry_run_answers_as_the_write_would_and_keeps_nothing() {
+    let mut store = ClusterStore::new(0);
+    let path = "/api/v1/namespaces/default/configmaps/c";
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: \"1\"\n";
+    let dry = apply(&mut store, path, "fieldManager=hct&dryRun=All", yaml);
+    assert_eq!((dry.code, &dry.body["data"]), (201, &json!({"a": "1"})));
+    assert_eq!(call(&mut store, "GET", path, "", &Value::Null).code, 404);
+    assert_eq!(apply(&mut store, path, "fieldManager=hct", yaml).code, 201);
+    let changed = yaml.replace("\"1\"", "\"2\"");
+    let dry = apply(&mut store, path, "fieldManager=hct&dryRun=All", &changed);
+    assert_eq!(dry.body["data"]["a"], "2");
+    let live = call(&mut store, "GET", path, "", &Value::Null);
+    assert_eq!(live.body["data"]["a"], "1");
+}

@@ -68,7 +68,7 @@ impl ObjectRef {
         })
     }
 
-    fn of(object: &Value) -> Option<Self> {
+    pub(super) fn of(object: &Value) -> Option<Self> {
         Some(Self {
             api_version: object["apiVersion"].as_str()?.to_string(),
             kind: object["kind"].as_str()?.to_string(),
@@ -113,7 +113,7 @@ struct Served {
 
 /// Discovery, one group version at a time, cached for one sync.
 #[derive(Default)]
-struct Mapper {
+pub(super) struct Mapper {
     versions: BTreeMap<String, Vec<(String, Served)>>,
 }
 
@@ -169,7 +169,7 @@ impl Mapper {
 
     /// The object's path; None when the API server does not serve its kind
     /// (Err: discovery failed).
-    async fn path(
+    pub(super) async fn path(
         &mut self,
         api: &KubeApi<'_>,
         object: &ObjectRef,

@@ -7,9 +7,11 @@
 //!
 //! - `manifests`: the bootstrap manifests' objects, applied with
 //!   server-side apply (field manager `hct`) and pruned;
+//! - `drift`: which of those objects were changed by hand since;
 //! - `nodes`: whether nodes are Ready;
 //! - `pods`: what a node runs (static pods' images, kubelet's version).
 
+pub mod drift;
 pub mod manifests;
 pub mod nodes;
 pub mod pods;

@@ -8,7 +8,8 @@
 //!
 //! `kubernetes_synced` records whether that all went through: after a
 //! failure (at create too) it is false, the plan says true, so the next
-//! apply applies every manifest again.
+//! apply applies every manifest again. A refresh that finds hct's objects
+//! edited or deleted by hand records false too ([`refresh`]).
 
 use super::addons::{self as switches, Addons};
 use super::model;
@@ -194,4 +195,55 @@ fn release_moved(prior: &Value, state: &Value) -> bool {
     ["talos_version", "kubernetes_version"]
         .iter()
         .any(|name| prior.get(name) != state.get(name))
+}
+
+/// For a refresh: when objects of the bootstrap manifests or hct's CSR
+/// approver were edited or deleted by hand since the last apply
+/// (`kubernetes_sync::drift`), records `kubernetes_synced = false`, so the
+/// plan shows a change whose apply applies them all again, and warns with
+/// their names. The `hcloud` Secret is left out: its token may be
+/// write-only, so state cannot say what it should be. When the API server
+/// cannot be asked, state stays as it is (the log says why).
+pub async fn refresh(
+    ctx: &Context,
+    state: &mut Value,
+    settings: &ClusterSettings,
+    nodes: &[NodeRecord],
+) -> Option<Diagnostic> {
+    if state.get(SYNCED).as_bool() != Some(true) || nodes.is_empty() {
+        return None;
+    }
+    let mut applied = model::bootstrap_manifests(state);
+    if switches::addons(state).csr_approval {
+        applied.extend(model::approver_manifest(state));
+    }
+    if applied.is_empty() {
+        return None;
+    }
+    let proxy = ctx.talos_proxy().await.ok()?;
+    let drift = match kubernetes_sync::drift(settings, proxy, nodes, &applied).await {
+        Ok(drift) => drift,
+        Err(why) => {
+            tracing::warn!("not checking the bootstrap manifests' objects for changes: {why}");
+            return None;
+        }
+    };
+    if drift.is_empty() {
+        return None;
+    }
+    set(state, SYNCED, Value::from(false));
+    let lines: Vec<String> = drift.iter().map(|d| format!("- {d}")).collect();
+    Some(
+        Diagnostic::warning(
+            "Objects of the bootstrap manifests changed outside Terraform",
+            format!(
+                "These objects in the cluster are not as hct applied them:\n{}\nThe next \
+                 apply applies the manifests again (server-side apply, field manager hct, \
+                 forced) and so takes these changes back. To keep a change, make it in the \
+                 manifest.",
+                lines.join("\n")
+            ),
+        )
+        .at(model::attr("bootstrap_manifests")),
+    )
 }

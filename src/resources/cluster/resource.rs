@@ -288,12 +288,7 @@ impl GroupKind for Cluster {
     }
 
     fn state_group(state: &Value) -> Option<StateGroup> {
-        let settings = state
-            .get("machine_secrets")
-            .as_str()
-            .ok_or_else(|| "no machine_secrets in state".to_string())
-            .and_then(|text| Secrets::from_yaml(text).map_err(|e| e.to_string()))
-            .and_then(|secrets| model::settings(state, secrets).map_err(|d| d.summary));
+        let settings = state_settings(state);
         Some(StateGroup {
             cluster: model::text(state, "name").to_string(),
             group: CONTROL_PLANE_GROUP.to_string(),
@@ -359,6 +354,18 @@ impl GroupKind for Cluster {
         Some(state)
     }
 
+    async fn drifted_beyond(
+        ctx: &Context,
+        state: &mut Value,
+        refreshed: &Refreshed,
+    ) -> Diagnostics {
+        let Ok(settings) = state_settings(state) else {
+            return Diagnostics::new();
+        };
+        let warning = kubernetes::refresh(ctx, state, &settings, &refreshed.nodes).await;
+        warning.into_iter().collect()
+    }
+
     async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
         let imported = node_group::import(ctx, id, CONTROL_PLANE_GROUP, Self::SERVERS, || {
             Diagnostic::error(
@@ -402,6 +409,16 @@ impl GroupKind for Cluster {
 
 /// Client configs are issued once; again when what they name changes or
 /// their certificate nears its expiry.
+/// The cluster's settings as state records them.
+fn state_settings(state: &Value) -> Result<ClusterSettings, String> {
+    state
+        .get("machine_secrets")
+        .as_str()
+        .ok_or_else(|| "no machine_secrets in state".to_string())
+        .and_then(|text| Secrets::from_yaml(text).map_err(|e| e.to_string()))
+        .and_then(|secrets| model::settings(state, secrets).map_err(|d| d.summary))
+}
+
 fn plan_client_configs(prior: &Value, planned: &mut Value) {
     let endpoints_changed = prior.get("endpoint") != planned.get("endpoint")
         || prior.get("name") != planned.get("name")

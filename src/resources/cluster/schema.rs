@@ -148,8 +148,9 @@ pub fn schema() -> Schema {
     ))
     .attribute(Attribute::computed("kubernetes_synced", Type::Bool).description(
         "Whether the last apply brought the cluster's Kubernetes objects (bootstrap manifests, \
-         hct's add-ons) in line and saw its nodes Ready; false after a failure, so that the \
-         next apply applies them again. Always planned true.",
+         hct's add-ons) in line and saw its nodes Ready; false after a failure, or when a \
+         refresh finds objects of the manifests changed or deleted by hand, so that the next \
+         apply applies them again. Always planned true.",
     ))
     .attribute(super::load_balancer::attribute())
     .attribute(Attribute::computed("id", Type::String).description("The cluster's name."))

@@ -86,6 +86,16 @@ pub trait GroupKind: Send + Sync + 'static {
     /// Writes drift into state; `None` when the object is gone. `etcd` is
     /// what state records of the cluster's etcd.
     fn drifted(state: Value, refreshed: &Refreshed, etcd: EtcdRecord) -> Option<Value>;
+    /// What else a refresh finds beyond the servers (the control plane:
+    /// its objects in Kubernetes changed by hand), written into `state`;
+    /// warnings.
+    async fn drifted_beyond(
+        _ctx: &Context,
+        _state: &mut Value,
+        _refreshed: &Refreshed,
+    ) -> Diagnostics {
+        Diagnostics::new()
+    }
     async fn import(ctx: &Context, id: &str) -> Result<Value, Diagnostics>;
 }
 
@@ -249,10 +259,12 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         };
         let mut state = state;
         set(&mut state, K::NODES, nodes_value(&refreshed.nodes));
-        (
-            K::drifted(state, &refreshed, etcd),
-            warning.into_iter().collect(),
-        )
+        let mut diagnostics: Diagnostics = warning.into_iter().collect();
+        let mut state = K::drifted(state, &refreshed, etcd);
+        if let Some(state) = &mut state {
+            diagnostics.extend(K::drifted_beyond(ctx, state, &refreshed).await);
+        }
+        (state, diagnostics)
     }
 
     async fn import(&self, ctx: &Context, id: &str) -> Result<Value, Diagnostics> {
