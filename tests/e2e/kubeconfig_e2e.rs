@@ -174,7 +174,45 @@ async fn the_ephemeral_kubeconfig_configures_the_kubernetes_provider_in_the_same
         // Nothing of the ephemeral kubeconfig is in state.
         let state = ws.read("terraform.tfstate");
         assert!(!state.contains("hct_kubeconfig"), "{state}");
+        expired_credentials_are_refused(&ws, &sim);
     });
+}
+
+/// The kubeconfig the ephemeral resource mints (`validity`, here 30
+/// minutes), issued 40 minutes ago: the API server (the real one when it
+/// runs) refuses it as it will refuse today's once it expires.
+fn expired_credentials_are_refused(ws: &Workspace, sim: &SimHandle) {
+    use hct::cluster::settings::WorkerJoin;
+    use std::time::{Duration, SystemTime};
+    let cluster = resource_values(ws, "hct_cluster.this");
+    let settings = WorkerJoin::decode(cluster["worker_join"].as_str().unwrap())
+        .and_then(|join| join.settings())
+        .unwrap();
+    let secrets =
+        hct::talos::Secrets::from_yaml(cluster["machine_secrets"].as_str().unwrap()).unwrap();
+    let issued = SystemTime::now() - Duration::from_secs(40 * 60);
+    let expired = hct::talos::client_config::admin_kubeconfig_valid_for(
+        &settings.cluster_name,
+        &settings.plan,
+        &secrets,
+        issued,
+        Duration::from_secs(30 * 60),
+    )
+    .unwrap();
+    let endpoint = cluster["endpoint"].as_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(
+        &path,
+        through_proxy(expired.as_str(), endpoint, &sim.proxy_url()),
+    )
+    .unwrap();
+    let out = run(&kubectl(), dir.path(), &path, &["get", "namespaces"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("You must be logged in to the server"),
+        "an expired certificate: {stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
