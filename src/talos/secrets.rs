@@ -88,7 +88,8 @@ impl Secrets {
     /// A bundle only for rendering configs to check them (a plan's patch
     /// check before the cluster's secrets exist): the same shape, but an
     /// ECDSA service-account key instead of RSA-4096, whose generation
-    /// costs about a second of CPU. Never stored or sent to a node.
+    /// costs about a second of CPU. hct never stores it or sends it to a
+    /// node.
     pub fn for_checking() -> Result<Self, SecretsError> {
         Self::generate_with(SystemTime::now(), KeyAlgorithm::EcdsaP256)
     }

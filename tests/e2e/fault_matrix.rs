@@ -49,6 +49,11 @@ variable "general_nodes" {
   type = number
 }
 
+variable "machine_secrets" {
+  type      = string
+  sensitive = true
+}
+
 variable "cp_timeout" {
   type    = string
   default = "5m"
@@ -78,8 +83,9 @@ resource "hct_talos_image" "this" {
 # The secrets are in state before the first server exists: a killed run's
 # servers carry their fingerprint, so the rerun adopts them.
 resource "hct_cluster_secrets" "this" {
-  name          = "fm"
-  network_id    = var.network_id
+  name            = "fm"
+  machine_secrets = var.machine_secrets
+  network_id      = var.network_id
   network_plan  = data.hct_network_plan.this.json
   talos_version = "v1.12.6"
   image_id      = hct_talos_image.this.id
@@ -118,11 +124,24 @@ const SHORT_TIMEOUT: &str = "8s";
 /// How long a SIGKILL cell waits for its step to be reached.
 const KILL_PATIENCE: Duration = Duration::from_secs(120);
 
+/// One secrets bundle, adopted by every cell: each cell has a sim of its
+/// own, and a bundle generated at apply (its RSA-4096 key) costs about a
+/// second of CPU, which the matrix would pay for each of its cells, twice
+/// per `scripts/test`. Generation itself is tested elsewhere.
+fn machine_secrets() -> &'static str {
+    static SECRETS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SECRETS.get_or_init(|| hct::talos::Secrets::generate().unwrap().to_yaml())
+}
+
 fn workspace(sim: &SimHandle) -> Workspace {
     let mut ws = Workspace::dev_override(&[("main.tf", MAIN_TF)]);
     ws.write(
         "network.auto.tfvars",
         &format!("network_id = {}\n", support::sim::seeded_network(sim)),
+    );
+    ws.write(
+        "secrets.auto.tfvars.json",
+        &serde_json::json!({ "machine_secrets": machine_secrets() }).to_string(),
     );
     ws.env("HCLOUD_ENDPOINT", sim.endpoint())
         .env("HCLOUD_TOKEN", sim.token())

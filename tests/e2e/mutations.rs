@@ -768,7 +768,10 @@ pub(crate) async fn boot_pair(
     inline_manifests: &[(String, String)],
 ) -> (String, String) {
     let plan = small_plan(index);
-    let secrets = Secrets::generate().unwrap();
+    // A bundle of its own (pairs in one sim must not share a cluster's
+    // identity), with an ECDSA service-account key: the pairs judge other
+    // settings, and RSA-4096 costs about a second of CPU per pair.
+    let secrets = Secrets::for_checking().unwrap();
     let (cp, worker) = (
         format!("judged{index}-cp-1"),
         format!("judged{index}-general-1"),
