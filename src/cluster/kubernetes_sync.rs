@@ -11,7 +11,12 @@
 //! A refresh asks which of hct's objects were changed by hand since
 //! ([`drift`]), so that the plan can take them back.
 
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
 use crate::net::Proxy;
+use crate::talos::client_config::ApiCredentials;
 
 use super::kube_api::KubeApi;
 use super::kube_api::drift::{self, Drift};
@@ -56,6 +61,9 @@ pub struct Sync<'a> {
     /// The last apply's Kubernetes work did not go through (or this is
     /// the first).
     pub unfinished: bool,
+    /// A refresh found objects of the manifests edited by hand: every
+    /// manifest is applied again (without taking Talos' objects over).
+    pub drifted: bool,
 }
 
 /// Brings the cluster's objects in line with the manifests and hct's
@@ -65,11 +73,7 @@ pub async fn sync(run: Sync<'_>) -> Result<(), ClusterError> {
         return Ok(());
     };
     let credentials = run.settings.kubernetes_trust()?;
-    let api = KubeApi {
-        ip: first.ip.into(),
-        proxy: run.proxy,
-        credentials: &credentials,
-    };
+    let api = api_of(first, run.proxy, &credentials);
     let objects = run.objects;
     let created = objects.before.is_none();
     let full = run.release_moved || run.unfinished;
@@ -88,7 +92,7 @@ pub async fn sync(run: Sync<'_>) -> Result<(), ClusterError> {
         .await?;
     }
     let mut apply: Vec<Manifest> = match &objects.before {
-        Some(before) if !full => objects
+        Some(before) if !full && !run.drifted => objects
             .after
             .iter()
             .filter(|m| !before.contains(m))
@@ -125,28 +129,55 @@ pub async fn sync(run: Sync<'_>) -> Result<(), ClusterError> {
     .await
 }
 
+/// The API server of control plane `node`.
+fn api_of<'a>(
+    node: &NodeRecord,
+    proxy: Option<Proxy>,
+    credentials: &'a ApiCredentials,
+) -> KubeApi<'a> {
+    KubeApi {
+        ip: node.ip.into(),
+        proxy,
+        credentials,
+    }
+}
+
+/// How long a refresh asks about drift at most: a plan must not hang on
+/// an API server that answers slowly.
+const DRIFT_LIMIT: Duration = Duration::from_secs(30);
+
 /// For a refresh: the objects of `manifests` the cluster holds otherwise
 /// than an apply of them would make (edited or deleted by hand), asked of
-/// the first of the control planes `nodes`.
+/// the control planes `nodes` in turn until one answers, within
+/// [`DRIFT_LIMIT`] or until Terraform asks to stop.
 pub async fn drift(
     settings: &ClusterSettings,
     proxy: Option<Proxy>,
     nodes: &[NodeRecord],
     manifests: &[Manifest],
+    cancel: &CancellationToken,
 ) -> Result<Vec<Drift>, ClusterError> {
-    let Some(first) = nodes.first() else {
-        return Ok(Vec::new());
-    };
     let credentials = settings.kubernetes_trust()?;
-    let api = KubeApi {
-        ip: first.ip.into(),
-        proxy,
-        credentials: &credentials,
+    let ask = async {
+        let mut why = Vec::new();
+        for node in nodes {
+            match drift::drifted(&api_of(node, proxy, &credentials), manifests).await {
+                Ok(drift) => return Ok(drift),
+                Err(e) => why.push(format!("{}: {e}", node.name)),
+            }
+        }
+        Err(why.join("; "))
     };
-    drift::drifted(&api, manifests)
-        .await
-        .map_err(|reason| ClusterError::Kubernetes {
-            node: first.name.clone(),
-            reason,
-        })
+    let refused = |reason: String| ClusterError::Kubernetes {
+        node: "the control planes' API servers".into(),
+        reason,
+    };
+    tokio::select! {
+        asked = tokio::time::timeout(DRIFT_LIMIT, ask) => {
+            asked.map_err(|_| refused(format!("no answer within {DRIFT_LIMIT:?}")))?.map_err(refused)
+        }
+        () = cancel.cancelled() => Err(ClusterError::Stopped {
+            step: "checking the manifests' objects for edits".into(),
+        }),
+    }
 }

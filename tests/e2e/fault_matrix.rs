@@ -86,10 +86,10 @@ resource "hct_cluster_secrets" "this" {
   name            = "fm"
   machine_secrets = var.machine_secrets
   network_id      = var.network_id
-  network_plan  = data.hct_network_plan.this.json
-  talos_version = "v1.12.6"
-  image_id      = hct_talos_image.this.id
-  schematic_id  = hct_talos_image.this.schematic_id
+  network_plan    = data.hct_network_plan.this.json
+  talos_version   = "v1.12.6"
+  image_id        = hct_talos_image.this.id
+  schematic_id    = hct_talos_image.this.schematic_id
 }
 
 resource "hct_cluster" "this" {

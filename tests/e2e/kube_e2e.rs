@@ -275,6 +275,7 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
             .collect::<Vec<_>>()
             .join(" ");
         assert_eq!(plan.status.code(), Some(2), "{said}");
+        assert!(said.contains("kubernetes_drift"), "{said}");
         for line in [
             "Objects of the bootstrap manifests changed outside Terraform",
             "manifest cilium: apps/v1 DaemonSet kube-system/cilium: metadata.labels.k8s-app changed",

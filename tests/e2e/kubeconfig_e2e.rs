@@ -190,27 +190,34 @@ fn expired_credentials_are_refused(ws: &Workspace, sim: &SimHandle) {
         .unwrap();
     let secrets =
         hct::talos::Secrets::from_yaml(cluster["machine_secrets"].as_str().unwrap()).unwrap();
-    let issued = SystemTime::now() - Duration::from_secs(40 * 60);
-    let expired = hct::talos::client_config::admin_kubeconfig_valid_for(
-        &settings.cluster_name,
-        &settings.plan,
-        &secrets,
-        issued,
-        Duration::from_secs(30 * 60),
-    )
-    .unwrap();
     let endpoint = cluster["endpoint"].as_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kubeconfig");
-    std::fs::write(
-        &path,
-        through_proxy(expired.as_str(), endpoint, &sim.proxy_url()),
-    )
-    .unwrap();
-    let out = run(&kubectl(), dir.path(), &path, &["get", "namespaces"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let get_namespaces = |minutes_ago: u64| {
+        let issued = SystemTime::now() - Duration::from_secs(minutes_ago * 60);
+        let kubeconfig = hct::talos::client_config::admin_kubeconfig_valid_for(
+            &settings.cluster_name,
+            &settings.plan,
+            &secrets,
+            issued,
+            Duration::from_secs(30 * 60),
+        )
+        .unwrap();
+        let text = through_proxy(kubeconfig.as_str(), endpoint, &sim.proxy_url());
+        std::fs::write(&path, text).unwrap();
+        run(&kubectl(), dir.path(), &path, &["get", "namespaces"])
+    };
+    // The same credentials, issued 20 minutes ago: still good.
+    let fresh = get_namespaces(20);
     assert!(
-        !out.status.success() && stderr.contains("You must be logged in to the server"),
+        fresh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fresh.stderr)
+    );
+    let expired = get_namespaces(40);
+    let stderr = String::from_utf8_lossy(&expired.stderr);
+    assert!(
+        !expired.status.success() && stderr.contains("You must be logged in to the server"),
         "an expired certificate: {stderr}"
     );
 }

@@ -60,7 +60,15 @@ pub fn serves(path: &str) -> bool {
 }
 
 pub fn handle(store: &mut ClusterStore, request: &ApiRequest) -> Answer {
-    let dry_run = request.method != "GET" && parameter(request.query, "dryRun").is_some();
+    let dry_run = match parameter(request.query, "dryRun") {
+        Some(value) if value != "All" => {
+            return KubeError::BadRequest(format!(
+                "Invalid dry run value: {value:?}: supported values: \"All\""
+            ))
+            .into();
+        }
+        value => request.method != "GET" && value.is_some(),
+    };
     let mut copy;
     let store = if dry_run {
         copy = store.clone();

@@ -25,8 +25,10 @@ pub struct Drift {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// Deleted (or its kind no longer served).
+    /// Deleted.
     Missing,
+    /// Its kind is no longer served (its CRD was deleted).
+    Unserved,
     /// The fields an apply would set back, as paths (`data.ipam`).
     Fields(Vec<String>),
 }
@@ -37,13 +39,16 @@ impl fmt::Display for Drift {
         write!(f, "manifest {}: {}: ", self.manifest, self.object)?;
         match &self.change {
             Change::Missing => write!(f, "deleted"),
+            Change::Unserved => write!(f, "its kind is no longer served"),
             Change::Fields(paths) => write!(f, "{} changed", paths.join(", ")),
         }
     }
 }
 
 /// The objects of `manifests` (name, contents) that differ from what an
-/// apply of them would make; Err when the API server could not tell.
+/// apply of them would make; Err when the API server could not be asked.
+/// An object the API server will not dry-run (say, a webhook without
+/// `sideEffects: None` refuses dry runs) is left out, with a log line.
 pub async fn drifted(
     api: &KubeApi<'_>,
     manifests: &[(String, String)],
@@ -57,8 +62,14 @@ pub async fn drifted(
                 continue;
             };
             let change = match mapper.path(api, &id).await? {
-                None => Some(Change::Missing),
-                Some(path) => compare(api, &path, &object).await?,
+                None => Some(Change::Unserved),
+                Some(path) => match compare(api, &path, &object).await? {
+                    Ok(change) => change,
+                    Err(why) => {
+                        tracing::warn!("not checking {id} of manifest {manifest} for edits: {why}");
+                        None
+                    }
+                },
             };
             if let Some(change) = change {
                 found.push(Drift {
@@ -72,32 +83,48 @@ pub async fn drifted(
     Ok(found)
 }
 
-/// The object at `path` against a dry run of applying `object` there.
-async fn compare(api: &KubeApi<'_>, path: &str, object: &Value) -> Result<Option<Change>, String> {
+/// The object at `path` against a dry run of applying `object` there:
+/// Err when no answer came, Ok(Err) when the API server refused to tell.
+/// Refusals are told by their `Status` message alone: another body may be
+/// the object itself, a Secret's data included.
+async fn compare(
+    api: &KubeApi<'_>,
+    path: &str,
+    object: &Value,
+) -> Result<Result<Option<Change>, String>, String> {
+    let refused = |what: &str, answer: &super::Answer| {
+        let status: Option<Value> = serde_json::from_str(&answer.body).ok();
+        let message = status
+            .as_ref()
+            .filter(|s| s["kind"] == "Status")
+            .and_then(|s| s["message"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        Err(format!("{what}: HTTP {} {message}", answer.status))
+    };
     let live = api.call("GET", path, None, b"").await?;
     match live.status {
-        404 => return Ok(Some(Change::Missing)),
+        404 => return Ok(Ok(Some(Change::Missing))),
         200 => {}
-        status => return Err(format!("GET {path}: HTTP {status}: {}", live.message())),
+        _ => return Ok(refused("reading it", &live)),
     }
-    let query = format!("{path}?fieldManager={FIELD_MANAGER}&force=true&dryRun=All");
     let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
+    let query = manifests::apply_query(path, FIELD_MANAGER, true);
     let applied = api
         .call("PATCH", &query, Some("application/apply-patch+yaml"), &body)
         .await?;
-    if applied.status != 200 {
-        return Err(format!(
-            "a dry-run apply of {path}: HTTP {}: {}",
-            applied.status,
-            applied.message()
-        ));
+    match applied.status {
+        200 => {}
+        // Deleted since the read: the dry run would create it.
+        201 => return Ok(Ok(Some(Change::Missing))),
+        _ => return Ok(refused("a dry-run apply", &applied)),
     }
     let parse = |text: &str| serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
     let paths = differences(
         &comparable(parse(&live.body)?),
         &comparable(parse(&applied.body)?),
     );
-    Ok((!paths.is_empty()).then_some(Change::Fields(paths)))
+    Ok(Ok((!paths.is_empty()).then_some(Change::Fields(paths))))
 }
 
 /// The object without what every write changes (managed fields, versions)
@@ -114,16 +141,21 @@ fn comparable(mut object: Value) -> Value {
     object
 }
 
-/// The paths where `live` and `applied` differ, the first few.
+/// The paths where `live` and `applied` differ: the first few, and how
+/// many more.
 fn differences(live: &Value, applied: &Value) -> Vec<String> {
     let mut out = Vec::new();
     walk(live, applied, "", &mut out);
-    out.truncate(FIELDS_SHOWN);
+    if out.len() > FIELDS_SHOWN {
+        let more = out.len() - FIELDS_SHOWN;
+        out.truncate(FIELDS_SHOWN);
+        out.push(format!("{more} more"));
+    }
     out
 }
 
 fn walk(live: &Value, applied: &Value, at: &str, out: &mut Vec<String>) {
-    if live == applied || out.len() >= FIELDS_SHOWN {
+    if live == applied {
         return;
     }
     let join = |key: &str| {
@@ -184,6 +216,11 @@ mod tests {
             ["data.ipam", "spec.containers[1].image", "spec.ports"]
         );
         assert!(differences(&comparable(live.clone()), &comparable(live)).is_empty());
+        let many = |v: &str| json!({"data": {"a": v, "b": v, "c": v, "d": v, "e": v, "f": v}});
+        assert_eq!(
+            differences(&many("1"), &many("2")),
+            ["data.a", "data.b", "data.c", "data.d", "2 more"]
+        );
     }
 
     #[test]
@@ -198,5 +235,10 @@ mod tests {
             "manifest cilium: v1 ConfigMap kube-system/cilium-config: data.ipam changed"
         );
         assert!(drift(Change::Missing).to_string().ends_with(": deleted"));
+        assert!(
+            drift(Change::Unserved)
+                .to_string()
+                .ends_with("no longer served")
+        );
     }
 }

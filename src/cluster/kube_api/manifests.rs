@@ -376,7 +376,7 @@ async fn apply_one(
     object: &Value,
     manager: Manager,
 ) -> Result<(), String> {
-    let query = format!("{path}?fieldManager={}&force=true", manager.name());
+    let query = apply_query(path, manager.name(), false);
     let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
     let answer = api
         .call("PATCH", &query, Some("application/apply-patch+yaml"), &body)
@@ -394,6 +394,13 @@ async fn apply_one(
             .map_err(|why| format!("manifest {manifest}: adopting {id}: {why}"))?;
     }
     Ok(())
+}
+
+/// The query of a forced server-side apply to `path` as `manager`; with
+/// `dry_run`, one the API server only answers.
+pub(super) fn apply_query(path: &str, manager: &str, dry_run: bool) -> String {
+    let dry_run = if dry_run { "&dryRun=All" } else { "" };
+    format!("{path}?fieldManager={manager}&force=true{dry_run}")
 }
 
 /// The managedFields without the entries of plain writes (operation

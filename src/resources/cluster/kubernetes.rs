@@ -9,7 +9,9 @@
 //! `kubernetes_synced` records whether that all went through: after a
 //! failure (at create too) it is false, the plan says true, so the next
 //! apply applies every manifest again. A refresh that finds hct's objects
-//! edited or deleted by hand records false too ([`refresh`]).
+//! edited or deleted by hand records them in `kubernetes_drift`
+//! ([`refresh`]), planned null, so the next apply applies the manifests
+//! again.
 
 use super::addons::{self as switches, Addons};
 use super::model;
@@ -26,6 +28,9 @@ use crate::tf::{Diagnostic, Value};
 
 /// The state attribute saying the last apply's Kubernetes work went through.
 pub const SYNCED: &str = "kubernetes_synced";
+
+/// The state attribute listing hct's objects a refresh found edited by hand.
+pub const DRIFT: &str = "kubernetes_drift";
 
 /// The name the `hcloud` Secret goes by among the manifests hct applies.
 const SECRET_MANIFEST: &str = "hct-hcloud-secret";
@@ -83,6 +88,7 @@ fn keep_prior(prior: &Value, state: &mut Value) {
         for name in [
             "bootstrap_manifests",
             "bootstrap_manifest_objects",
+            DRIFT,
             "kubelet_serving_cert_approval",
             "hcloud_secret",
             "ccm_token",
@@ -184,6 +190,7 @@ async fn converge(
         objects,
         release_moved: !prior.is_null() && release_moved(prior, state),
         unfinished: prior.get(SYNCED).as_bool() != Some(true),
+        drifted: prior.get(DRIFT).as_list().is_some_and(|l| !l.is_empty()),
     })
     .await
     .map_err(|e| e.to_diagnostic())
@@ -197,53 +204,66 @@ fn release_moved(prior: &Value, state: &Value) -> bool {
         .any(|name| prior.get(name) != state.get(name))
 }
 
-/// For a refresh: when objects of the bootstrap manifests or hct's CSR
-/// approver were edited or deleted by hand since the last apply
-/// (`kubernetes_sync::drift`), records `kubernetes_synced = false`, so the
-/// plan shows a change whose apply applies them all again, and warns with
-/// their names. The `hcloud` Secret is left out: its token may be
-/// write-only, so state cannot say what it should be. When the API server
-/// cannot be asked, state stays as it is (the log says why).
+/// For a refresh: objects of the bootstrap manifests or hct's CSR approver
+/// edited or deleted by hand since the last apply
+/// (`kubernetes_sync::drift`) go into `kubernetes_drift`, which the plan
+/// wants null: its apply applies the manifests again, and a warning names
+/// them. The `hcloud` Secret is left out: its token may be write-only, so
+/// state cannot say what it should be. When the API server cannot be asked
+/// (in time), state stays as it is and the log says why.
 pub async fn refresh(
     ctx: &Context,
     state: &mut Value,
     settings: &ClusterSettings,
     nodes: &[NodeRecord],
 ) -> Option<Diagnostic> {
+    // After a failed apply the next one applies everything anyway.
     if state.get(SYNCED).as_bool() != Some(true) || nodes.is_empty() {
         return None;
     }
-    let mut applied = model::bootstrap_manifests(state);
-    if switches::addons(state).csr_approval {
-        applied.extend(model::approver_manifest(state));
-    }
+    let applied = model::inline_manifests(state);
     if applied.is_empty() {
         return None;
     }
-    let proxy = ctx.talos_proxy().await.ok()?;
-    let drift = match kubernetes_sync::drift(settings, proxy, nodes, &applied).await {
-        Ok(drift) => drift,
+    let proxy = match ctx.talos_proxy().await {
+        Ok(proxy) => proxy,
         Err(why) => {
-            tracing::warn!("not checking the bootstrap manifests' objects for changes: {why}");
+            tracing::warn!(
+                "not checking the manifests' objects for edits: {}",
+                why.summary
+            );
             return None;
         }
     };
-    if drift.is_empty() {
+    let asked = kubernetes_sync::drift(settings, proxy, nodes, &applied, &ctx.cancel);
+    let drift = match asked.await {
+        Ok(drift) => drift,
+        Err(why) => {
+            tracing::warn!("not checking the manifests' objects for edits: {why}");
+            return None;
+        }
+    };
+    let lines: Vec<String> = drift.iter().map(ToString::to_string).collect();
+    let recorded = if lines.is_empty() {
+        Value::Null
+    } else {
+        Value::List(lines.iter().cloned().map(Value::from).collect())
+    };
+    set(state, DRIFT, recorded);
+    if lines.is_empty() {
         return None;
     }
-    set(state, SYNCED, Value::from(false));
-    let lines: Vec<String> = drift.iter().map(|d| format!("- {d}")).collect();
     Some(
         Diagnostic::warning(
             "Objects of the bootstrap manifests changed outside Terraform",
             format!(
-                "These objects in the cluster are not as hct applied them:\n{}\nThe next \
+                "These objects in the cluster are not as hct applied them:\n- {}\nThe next \
                  apply applies the manifests again (server-side apply, field manager hct, \
                  forced) and so takes these changes back. To keep a change, make it in the \
                  manifest.",
-                lines.join("\n")
+                lines.join("\n- ")
             ),
         )
-        .at(model::attr("bootstrap_manifests")),
+        .at(model::attr(DRIFT)),
     )
 }

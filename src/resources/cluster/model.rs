@@ -462,7 +462,7 @@ pub fn approver_manifest(value: &Value) -> Option<(String, String)> {
 }
 
 /// Control planes' inline manifests: the bootstrap manifests, the approver.
-fn inline_manifests(value: &Value) -> Vec<(String, String)> {
+pub fn inline_manifests(value: &Value) -> Vec<(String, String)> {
     let mut out = bootstrap_manifests(value);
     if super::addons::addons(value).csr_approval {
         out.extend(approver_manifest(value));

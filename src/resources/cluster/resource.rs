@@ -106,6 +106,8 @@ impl GroupKind for Cluster {
         );
         // Planned true: a false in state (a failed apply) is a change.
         set(planned, kubernetes::SYNCED, Value::from(true));
+        // Planned none: objects a refresh found edited by hand are a change.
+        set(planned, kubernetes::DRIFT, Value::Null);
 
         let Some(network_plan) = planned
             .get("network_plan")
@@ -407,8 +409,6 @@ impl GroupKind for Cluster {
     }
 }
 
-/// Client configs are issued once; again when what they name changes or
-/// their certificate nears its expiry.
 /// The cluster's settings as state records them.
 fn state_settings(state: &Value) -> Result<ClusterSettings, String> {
     state
@@ -419,6 +419,8 @@ fn state_settings(state: &Value) -> Result<ClusterSettings, String> {
         .and_then(|secrets| model::settings(state, secrets).map_err(|d| d.summary))
 }
 
+/// Client configs are issued once; again when what they name changes or
+/// their certificate nears its expiry.
 fn plan_client_configs(prior: &Value, planned: &mut Value) {
     let endpoints_changed = prior.get("endpoint") != planned.get("endpoint")
         || prior.get("name") != planned.get("name")

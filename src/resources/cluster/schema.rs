@@ -148,10 +148,18 @@ pub fn schema() -> Schema {
     ))
     .attribute(Attribute::computed("kubernetes_synced", Type::Bool).description(
         "Whether the last apply brought the cluster's Kubernetes objects (bootstrap manifests, \
-         hct's add-ons) in line and saw its nodes Ready; false after a failure, or when a \
-         refresh finds objects of the manifests changed or deleted by hand, so that the next \
-         apply applies them again. Always planned true.",
+         hct's add-ons) in line and saw its nodes Ready; false after a failure, so that the \
+         next apply applies them again (Talos' own manifests too). Always planned true.",
     ))
+    .attribute(
+        Attribute::computed(super::kubernetes::DRIFT, Type::list(Type::String)).description(
+            "The objects of the bootstrap manifests (and of hct's CSR approver) that the last \
+             refresh found changed or deleted by hand, each as `manifest <name>: <apiVersion> \
+             <kind> <namespace>/<name>: <fields> changed` (or `deleted`); field paths only, \
+             never values. Always planned null, so the plan shows a change whose apply applies \
+             the manifests again and takes the edits back. Null when none.",
+        ),
+    )
     .attribute(super::load_balancer::attribute())
     .attribute(Attribute::computed("id", Type::String).description("The cluster's name."))
     .attribute(Attribute::computed("endpoint", Type::String).description(
