@@ -175,7 +175,7 @@ async fn converge(
         .collect();
     let objects = Objects {
         before: (!prior.is_null()).then(|| model::bootstrap_manifests(prior)),
-        brings_cni: model::brings_cni(&after),
+        brings_cni: brings_cni(&after),
         after,
         recorded: recorded(prior),
         addons: own.apply,
@@ -266,4 +266,15 @@ pub async fn refresh(
         )
         .at(model::attr(DRIFT)),
     )
+}
+
+/// Whether the manifests bring a CNI: a DaemonSet the rule of
+/// `kube_api::nodes::is_cni_daemonset` counts as one.
+fn brings_cni(manifests: &[(String, String)]) -> bool {
+    manifests.iter().any(|(_, contents)| {
+        manifests::objects(contents)
+            .unwrap_or_default()
+            .iter()
+            .any(crate::cluster::kube_api::nodes::is_cni_daemonset)
+    })
 }

@@ -275,6 +275,16 @@ fn validate_manifests(list: &Value) -> Diagnostics {
     found
 }
 
+/// The cluster's settings as state records them.
+pub fn state_settings(state: &Value) -> Result<ClusterSettings, String> {
+    state
+        .get("machine_secrets")
+        .as_str()
+        .ok_or_else(|| "no machine_secrets in state".to_string())
+        .and_then(|text| Secrets::from_yaml(text).map_err(|e| e.to_string()))
+        .and_then(|secrets| settings(state, secrets).map_err(|d| d.summary))
+}
+
 /// `bootstrap_manifests` as (name, contents); unknown ones left out.
 pub fn bootstrap_manifests(value: &Value) -> Vec<(String, String)> {
     value
@@ -316,17 +326,6 @@ pub fn manifest_objects(value: &Value) -> Value {
             })
             .collect(),
     )
-}
-
-/// Whether the manifests bring a CNI: a DaemonSet the rule of
-/// `kube_api::nodes::is_cni_daemonset` counts as one.
-pub fn brings_cni(manifests: &[(String, String)]) -> bool {
-    manifests.iter().any(|(_, contents)| {
-        manifests::objects(contents)
-            .unwrap_or_default()
-            .iter()
-            .any(crate::cluster::kube_api::nodes::is_cni_daemonset)
-    })
 }
 
 pub fn parse_plan(text: &str) -> Result<NetworkPlan, String> {

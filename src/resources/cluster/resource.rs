@@ -104,9 +104,9 @@ impl GroupKind for Cluster {
             "bootstrap_manifest_objects",
             model::manifest_objects(planned),
         );
-        // Planned true: a false in state (a failed apply) is a change.
+        // Planned true and null: a failed apply, or objects a refresh found
+        // edited by hand, is a change.
         set(planned, kubernetes::SYNCED, Value::from(true));
-        // Planned none: objects a refresh found edited by hand are a change.
         set(planned, kubernetes::DRIFT, Value::Null);
 
         let Some(network_plan) = planned
@@ -290,7 +290,7 @@ impl GroupKind for Cluster {
     }
 
     fn state_group(state: &Value) -> Option<StateGroup> {
-        let settings = state_settings(state);
+        let settings = model::state_settings(state);
         Some(StateGroup {
             cluster: model::text(state, "name").to_string(),
             group: CONTROL_PLANE_GROUP.to_string(),
@@ -361,7 +361,7 @@ impl GroupKind for Cluster {
         state: &mut Value,
         refreshed: &Refreshed,
     ) -> Diagnostics {
-        let Ok(settings) = state_settings(state) else {
+        let Ok(settings) = model::state_settings(state) else {
             return Diagnostics::new();
         };
         let warning = kubernetes::refresh(ctx, state, &settings, &refreshed.nodes).await;
@@ -407,16 +407,6 @@ impl GroupKind for Cluster {
             (NODES, nodes_value(&imported.nodes)),
         ]))
     }
-}
-
-/// The cluster's settings as state records them.
-fn state_settings(state: &Value) -> Result<ClusterSettings, String> {
-    state
-        .get("machine_secrets")
-        .as_str()
-        .ok_or_else(|| "no machine_secrets in state".to_string())
-        .and_then(|text| Secrets::from_yaml(text).map_err(|e| e.to_string()))
-        .and_then(|secrets| model::settings(state, secrets).map_err(|d| d.summary))
 }
 
 /// Client configs are issued once; again when what they name changes or

@@ -152,7 +152,7 @@ pub fn schema() -> Schema {
          next apply applies them again (Talos' own manifests too). Always planned true.",
     ))
     .attribute(
-        Attribute::computed(super::kubernetes::DRIFT, Type::list(Type::String)).description(
+        Attribute::computed("kubernetes_drift", Type::list(Type::String)).description(
             "The objects of the bootstrap manifests (and of hct's CSR approver) that the last \
              refresh found changed or deleted by hand, each as `manifest <name>: <apiVersion> \
              <kind> <namespace>/<name>: <fields> changed` (or `deleted`); field paths only, \
