@@ -14,7 +14,7 @@ use super::bring_up;
 use super::endpoint::{self, Endpoint};
 use super::group::{Group, GroupSpec};
 use super::preflight::{self, Paths, Target};
-use super::ready::{self, CniRule};
+use super::ready;
 use super::record::{NodeRecord, Recorder};
 use super::settings::ClusterSettings;
 use super::slots::NodeSlot;
@@ -144,7 +144,7 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         // A pool's nodes Ready once a CNI runs (the control plane's wait
         // follows its manifests: `kubernetes_sync`).
         if run.spec.role == Role::Worker {
-            let rule = CniRule::Installed;
+            let rule = super::this_run::cni_rule(run.settings, &deadline).await?;
             let credentials = run.settings.kubernetes_trust()?;
             ready::wait_ready(
                 run.settings,

@@ -117,6 +117,7 @@ pub async fn sync(run: Sync<'_>) -> Result<(), ClusterError> {
             .await
             .map_err(|why| ClusterError::ManifestsNotApplied { why })?;
     }
+    super::this_run::manifests_applied(run.settings, objects.brings_cni);
     let rule = CniRule::Known(objects.brings_cni);
     ready::wait_ready(
         run.settings,

@@ -57,7 +57,7 @@ fn plan_exit_code(ws: &Workspace) -> i32 {
 /// The example on a fresh sim with one general worker and
 /// `api_endpoint = "load_balancer"`.
 async fn balanced() -> (hct_sim::SimHandle, Workspace) {
-    let sim = support::sim::start().await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     let ws = workspace(&sim);
     ws.write("pools.auto.tfvars", &pools(1));
     ws.write("endpoint.auto.tfvars", "api_endpoint = \"load_balancer\"\n");
@@ -111,7 +111,7 @@ fn readyz(kubeconfig: &Path, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn switching_the_endpoint_moves_every_node_and_retires_the_load_balancer() {
-    let sim = support::sim::start().await;
+    let sim = support::sim::start_with_real_kubernetes().await;
     let ws = workspace(&sim);
     ws.write("pools.auto.tfvars", &pools(1));
     let first = "https://10.0.128.17:6443".to_string();

@@ -111,6 +111,14 @@ fn tell_pools_if_failed(prepared: &Prepared, diagnostics: &Diagnostics) {
     }
 }
 
+/// When a control plane's apply ends, tells the cluster's pools that
+/// manifests not applied by now will not be in this run.
+fn finished(prepared: &Prepared) {
+    if prepared.spec.role == Role::ControlPlane {
+        this_run::control_plane_finished(&prepared.settings);
+    }
+}
+
 /// A node-group resource of kind `K`.
 pub struct NodeGroupResource<K>(PhantomData<K>);
 
@@ -182,6 +190,9 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             Ok(c) => c,
             Err(d) => return failed(request.prior, d),
         };
+        if K::ROLE == Role::ControlPlane {
+            this_run::control_plane_applying(&prepared.settings);
+        }
         let prior_nodes = nodes_from(request.prior.get(K::NODES));
         let run = Run {
             clients: &clients,
@@ -198,6 +209,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             Ok(outcome) => outcome,
             Err(found) => {
                 tell_pools_if_failed(&prepared, &found);
+                finished(&prepared);
                 return Applied {
                     new_state: request.prior,
                     private: request.private,
@@ -213,6 +225,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             set(&mut state, name, Value::Null);
         }
         tell_pools_if_failed(&prepared, &outcome.diagnostics);
+        finished(&prepared);
         if request.prior.is_null() && !outcome.left_something && outcome.diagnostics.has_errors() {
             // Nothing was created: no state at all.
             state = Value::Null;
