@@ -14,6 +14,7 @@ use super::wait::Deadline;
 use crate::talos::client_config::ApiCredentials;
 
 /// Whether the group waits for Ready nodes.
+#[derive(Debug)]
 pub enum CniRule {
     /// The bootstrap manifests bring a CNI (or not).
     Known(bool),

@@ -30,20 +30,11 @@ pub(super) struct ClusterRun {
     pub out: usize,
     /// Why the control plane's apply failed in this run, if it did.
     pub control_plane_failed: Option<String>,
-    pub manifests: Manifests,
-}
-
-/// The control plane's bootstrap manifests in this run.
-#[derive(Default, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Manifests {
-    /// No control-plane apply in this run (or it ended without them):
-    /// they went in, if at all, in an earlier one.
-    #[default]
-    NotInThisRun,
-    /// The control plane's apply runs; its manifests are not applied yet.
-    Coming,
-    /// Applied in this run; whether they bring a CNI.
-    Applied { brings_cni: bool },
+    /// Control-plane applies of the cluster running now ([`ControlPlaneApply`]).
+    pub control_planes_applying: usize,
+    /// The control plane's manifests applied in this run, and whether they
+    /// bring a CNI.
+    pub manifests_applied: Option<bool>,
 }
 
 static RUNS: LazyLock<Mutex<HashMap<String, ClusterRun>>> = LazyLock::new(Default::default);
@@ -99,59 +90,82 @@ pub(super) async fn control_plane_failure(settings: &ClusterSettings) -> String 
     }
 }
 
-/// Records that the control plane's apply starts: its manifests are
-/// coming.
-pub fn control_plane_applying(settings: &ClusterSettings) {
-    change(settings, |run| run.manifests = Manifests::Coming);
+/// A control plane's apply, from its start until dropped: while one runs
+/// and has not applied its manifests, the cluster's pools wait for them
+/// ([`cni_rule`]). Dropped on every way out of the apply, panics included.
+pub struct ControlPlaneApply {
+    settings: ClusterSettings,
+}
+
+impl ControlPlaneApply {
+    pub fn start(settings: &ClusterSettings) -> Self {
+        change(settings, |run| run.control_planes_applying += 1);
+        Self {
+            settings: settings.clone(),
+        }
+    }
+}
+
+impl Drop for ControlPlaneApply {
+    fn drop(&mut self) {
+        change(&self.settings, |run| {
+            run.control_planes_applying = run.control_planes_applying.saturating_sub(1);
+        });
+    }
 }
 
 /// Records that the control plane's manifests are in the cluster.
 pub(super) fn manifests_applied(settings: &ClusterSettings, brings_cni: bool) {
-    change(settings, |run| {
-        run.manifests = Manifests::Applied { brings_cni }
-    });
+    change(settings, |run| run.manifests_applied = Some(brings_cni));
 }
 
-/// Records that the control plane's apply ended: manifests still coming
-/// will not come in this run.
-pub fn control_plane_finished(settings: &ClusterSettings) {
-    change(settings, |run| {
-        if run.manifests == Manifests::Coming {
-            run.manifests = Manifests::NotInThisRun;
-        }
-    });
-}
+/// How often a pool waiting for the control plane's manifests says so.
+const MANIFESTS_LOG: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How a pool decides on its Ready wait: by the control plane's manifests
-/// when they are applied in this run (waiting for them, with a log line
-/// every half minute, until `deadline`), else by a look for a CNI's
-/// DaemonSet. A pool that looked before Talos or hct applied the
-/// manifests would find no CNI and not wait at all.
+/// when they are applied in this run (waiting for them while a control
+/// plane's apply runs, with a log line every half minute, until
+/// `deadline`), else by a look for a CNI's DaemonSet. A pool that looked
+/// before Talos or hct applied the manifests would find no CNI and not wait
+/// at all.
 pub(super) async fn cni_rule(
     settings: &ClusterSettings,
     deadline: &Deadline,
 ) -> Result<CniRule, ClusterError> {
+    const STEP: &str = "waiting for the control plane's bootstrap manifests";
     let started = std::time::Instant::now();
+    let mut said = std::time::Duration::ZERO;
     loop {
         let changed = CHANGED.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        let (manifests, failed) = with(settings, |run| {
-            (run.manifests, run.control_plane_failed.is_some())
+        let (applied, waiting) = with(settings, |run| {
+            let waiting = run.control_planes_applying > 0 && run.control_plane_failed.is_none();
+            (run.manifests_applied, waiting)
         });
-        match manifests {
-            Manifests::Applied { brings_cni: true } => return Ok(CniRule::Known(true)),
-            Manifests::Coming if !failed => {}
+        match applied {
+            Some(true) => return Ok(CniRule::Known(true)),
+            None if waiting => {}
             _ => return Ok(CniRule::Installed),
         }
-        tracing::info!(
-            cluster = %settings.cluster_name,
-            "waiting for the control plane's bootstrap manifests before the Ready wait, {}s",
-            started.elapsed().as_secs()
-        );
+        if deadline.is_past() {
+            return Err(ClusterError::Timeout {
+                node: settings.cluster_name.clone(),
+                step: STEP.into(),
+                waited: started.elapsed(),
+                timeout: deadline.timeout(),
+                last: "the control plane's apply has not applied its bootstrap manifests".into(),
+                first_answer: false,
+            });
+        }
+        if started.elapsed() >= said {
+            tracing::info!(cluster = %settings.cluster_name, "{STEP}, {}s", started.elapsed().as_secs());
+            said += MANIFESTS_LOG;
+        }
+        let nap = deadline.left().min(MANIFESTS_LOG);
         tokio::select! {
             () = &mut changed => {}
-            slept = deadline.sleep(std::time::Duration::from_secs(30), "waiting for the control plane's bootstrap manifests") => slept?,
+            slept = deadline.sleep(nap, STEP) => slept?,
         }
     }
 }
@@ -186,11 +200,9 @@ mod tests {
     async fn a_pool_decides_on_its_ready_wait_once_the_control_planes_manifests_are_in() {
         let (cluster, deadline) = (settings("cni-rule-applied"), deadline());
         // No control plane in this run: a look at the cluster decides.
-        assert!(matches!(
-            cni_rule(&cluster, &deadline).await,
-            Ok(CniRule::Installed)
-        ));
-        control_plane_applying(&cluster);
+        let rule = cni_rule(&cluster, &deadline).await;
+        assert!(matches!(rule, Ok(CniRule::Installed)));
+        let apply = ControlPlaneApply::start(&cluster);
         let pool = tokio::spawn({
             let cluster = cluster.clone();
             async move { cni_rule(&cluster, &deadline).await }
@@ -202,38 +214,43 @@ mod tests {
         );
         manifests_applied(&cluster, true);
         assert!(matches!(pool.await.unwrap(), Ok(CniRule::Known(true))));
+        drop(apply);
     }
 
     #[tokio::test]
     async fn a_control_plane_that_ends_or_fails_without_its_manifests_lets_the_pool_look() {
-        for (name, end) in [
-            (
-                "cni-rule-ended",
-                control_plane_finished as fn(&ClusterSettings),
-            ),
-            ("cni-rule-failed", |s: &ClusterSettings| {
-                control_plane_failed(s, "boom")
-            }),
-        ] {
+        for (name, failed) in [("cni-rule-ended", false), ("cni-rule-failed", true)] {
             let cluster = settings(name);
-            control_plane_applying(&cluster);
+            let apply = ControlPlaneApply::start(&cluster);
             let pool = tokio::spawn({
                 let cluster = cluster.clone();
                 async move { cni_rule(&cluster, &deadline()).await }
             });
             tokio::time::sleep(Duration::from_millis(20)).await;
-            end(&cluster);
-            assert!(
-                matches!(pool.await.unwrap(), Ok(CniRule::Installed)),
-                "{name}"
-            );
+            if failed {
+                control_plane_failed(&cluster, "boom");
+            }
+            drop(apply);
+            let rule = pool.await.unwrap();
+            assert!(matches!(rule, Ok(CniRule::Installed)), "{name}");
         }
         // Manifests without a CNI: a CNI installed some other way counts.
         let cluster = settings("cni-rule-none");
         manifests_applied(&cluster, false);
-        assert!(matches!(
-            cni_rule(&cluster, &deadline()).await,
-            Ok(CniRule::Installed)
-        ));
+        let rule = cni_rule(&cluster, &deadline()).await;
+        assert!(matches!(rule, Ok(CniRule::Installed)));
+        // A pool's own deadline ends its wait.
+        let cluster = settings("cni-rule-deadline");
+        let _apply = ControlPlaneApply::start(&cluster);
+        let short = Deadline::new(
+            Duration::from_millis(30),
+            tokio_util::sync::CancellationToken::new(),
+            Pace::set(Duration::from_millis(1)),
+        );
+        let waited = cni_rule(&cluster, &short).await;
+        assert!(
+            matches!(waited, Err(ClusterError::Timeout { .. })),
+            "{waited:?}"
+        );
     }
 }

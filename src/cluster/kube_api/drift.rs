@@ -84,15 +84,17 @@ pub async fn drifted(
 }
 
 /// The object at `path` against a dry run of applying `object` there:
-/// Err when no answer came, Ok(Err) when the API server refused to tell.
-/// Refusals are told by their `Status` message alone: another body may be
-/// the object itself, a Secret's data included.
+/// Ok(Err) when the API server refuses to dry-run it (400, 405, 422: the
+/// object is skipped), Err when it could not tell (no answer, or any other
+/// status: the next control plane is asked, state stays). Answers are told
+/// by their `Status` message alone: another body may be the object itself,
+/// a Secret's data included.
 async fn compare(
     api: &KubeApi<'_>,
     path: &str,
     object: &Value,
 ) -> Result<Result<Option<Change>, String>, String> {
-    let refused = |what: &str, answer: &super::Answer| {
+    let said = |what: &str, answer: &super::Answer| {
         let status: Option<Value> = serde_json::from_str(&answer.body).ok();
         let message = status
             .as_ref()
@@ -100,13 +102,13 @@ async fn compare(
             .and_then(|s| s["message"].as_str())
             .unwrap_or_default()
             .to_string();
-        Err(format!("{what}: HTTP {} {message}", answer.status))
+        format!("{what} {path}: HTTP {} {message}", answer.status)
     };
     let live = api.call("GET", path, None, b"").await?;
     match live.status {
         404 => return Ok(Ok(Some(Change::Missing))),
         200 => {}
-        _ => return Ok(refused("reading it", &live)),
+        _ => return Err(said("reading", &live)),
     }
     let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
     let query = manifests::apply_query(path, FIELD_MANAGER, true);
@@ -117,7 +119,8 @@ async fn compare(
         200 => {}
         // Deleted since the read: the dry run would create it.
         201 => return Ok(Ok(Some(Change::Missing))),
-        _ => return Ok(refused("a dry-run apply", &applied)),
+        400 | 405 | 422 => return Ok(Err(said("a dry-run apply of", &applied))),
+        _ => return Err(said("a dry-run apply of", &applied)),
     }
     let parse = |text: &str| serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
     let paths = differences(

@@ -111,14 +111,6 @@ fn tell_pools_if_failed(prepared: &Prepared, diagnostics: &Diagnostics) {
     }
 }
 
-/// When a control plane's apply ends, tells the cluster's pools that
-/// manifests not applied by now will not be in this run.
-fn finished(prepared: &Prepared) {
-    if prepared.spec.role == Role::ControlPlane {
-        this_run::control_plane_finished(&prepared.settings);
-    }
-}
-
 /// A node-group resource of kind `K`.
 pub struct NodeGroupResource<K>(PhantomData<K>);
 
@@ -186,13 +178,14 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             Ok(p) => p,
             Err(d) => return failed(request.prior, d),
         };
+        // Until this apply ends, however it ends, the cluster's pools wait
+        // for its manifests before their Ready wait.
+        let _applying = (K::ROLE == Role::ControlPlane)
+            .then(|| this_run::ControlPlaneApply::start(&prepared.settings));
         let clients = match clients(ctx, &prepared.settings).await {
             Ok(c) => c,
             Err(d) => return failed(request.prior, d),
         };
-        if K::ROLE == Role::ControlPlane {
-            this_run::control_plane_applying(&prepared.settings);
-        }
         let prior_nodes = nodes_from(request.prior.get(K::NODES));
         let run = Run {
             clients: &clients,
@@ -209,7 +202,6 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             Ok(outcome) => outcome,
             Err(found) => {
                 tell_pools_if_failed(&prepared, &found);
-                finished(&prepared);
                 return Applied {
                     new_state: request.prior,
                     private: request.private,
@@ -225,7 +217,6 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             set(&mut state, name, Value::Null);
         }
         tell_pools_if_failed(&prepared, &outcome.diagnostics);
-        finished(&prepared);
         if request.prior.is_null() && !outcome.left_something && outcome.diagnostics.has_errors() {
             // Nothing was created: no state at all.
             state = Value::Null;
