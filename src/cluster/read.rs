@@ -63,7 +63,7 @@ pub async fn refresh(
     client: &Client,
     reach: Reach<'_>,
     recorded: Recorded<'_>,
-    settings: Result<ClusterSettings, String>,
+    settings: &Result<ClusterSettings, String>,
 ) -> Result<Refreshed, ClusterError> {
     let servers = client
         .servers(&naming::group_selector(recorded.cluster, recorded.group))
@@ -83,7 +83,7 @@ pub async fn refresh(
             Some(node)
         })
         .collect();
-    let load_balancer = match (&settings, recorded.network) {
+    let load_balancer = match (settings, recorded.network) {
         (Ok(settings), Some(network)) if recorded.group == CONTROL_PLANE_GROUP => {
             settings.plan.load_balancer_ip().map(|ip| (network, ip))
         }
@@ -126,9 +126,12 @@ pub async fn refresh(
 async fn running_configs(
     nodes: &mut [NodeRecord],
     reach: Reach<'_>,
-    settings: Result<ClusterSettings, String>,
+    settings: &Result<ClusterSettings, String>,
 ) -> Option<String> {
-    let trust = match settings.and_then(|s| s.api_trust().map_err(|e| e.to_string())) {
+    let trust = match settings
+        .clone()
+        .and_then(|s| s.api_trust().map_err(|e| e.to_string()))
+    {
         Ok(trust) => trust,
         Err(e) => return Some(format!("any node ({e})")),
     };

@@ -270,10 +270,7 @@ async fn bootstrap_manifests_make_ready_nodes_and_follow_changes() {
         k.ok(&["delete", "configmap", "cilium-config", "-n", "kube-system"]);
         let plan = ws.terraform(&["plan", "-detailed-exitcode"]);
         // The CLI wraps long lines.
-        let said = format!("{}{}", plan.stdout, plan.stderr)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        let said = support::unwrapped(&format!("{}{}", plan.stdout, plan.stderr));
         assert_eq!(plan.status.code(), Some(2), "{said}");
         assert!(said.contains("kubernetes_drift"), "{said}");
         for line in [

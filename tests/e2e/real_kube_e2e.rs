@@ -88,16 +88,20 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
         // approved by the real kubelet-csr-approver with hct's settings,
         // signed by the real controller-manager.
         let approver = support::sim::real_addon_or_skip("CSR_APPROVER", "the CSR approvals");
+        let of_signer = |csrs: &Value, signer: &str| -> Vec<Value> {
+            csrs["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["spec"]["signerName"] == signer)
+                .cloned()
+                .collect()
+        };
         let csrs = eventually("every serving CSR approved and signed", || {
             let csrs: Value =
                 serde_json::from_str(&kubectl_ok("get csr", &["get", "csr", "-o", "json"]))
                     .unwrap();
-            let serving: Vec<&Value> = csrs["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|c| c["spec"]["signerName"] == "kubernetes.io/kubelet-serving")
-                .collect();
+            let serving = of_signer(&csrs, "kubernetes.io/kubelet-serving");
             let done = serving.len() == 9
                 && (!approver
                     || serving.iter().all(|c| {
@@ -109,12 +113,7 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
         eprintln!("{}", kubectl_ok("get csr", &["get", "csr"]));
         // The kubelets' client certificates came from their TLS bootstrap:
         // kube-controller-manager approved and signed those.
-        let client_csrs: Vec<&Value> = csrs["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet")
-            .collect();
+        let client_csrs = of_signer(&csrs, "kubernetes.io/kube-apiserver-client-kubelet");
         assert!(client_csrs.len() >= 9, "{csrs:#}");
         assert!(
             client_csrs.iter().all(|c| c["spec"]["username"]

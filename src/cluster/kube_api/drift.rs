@@ -95,13 +95,7 @@ async fn compare(
     object: &Value,
 ) -> Result<Result<Option<Change>, String>, String> {
     let said = |what: &str, answer: &super::Answer| {
-        let status: Option<Value> = serde_json::from_str(&answer.body).ok();
-        let message = status
-            .as_ref()
-            .filter(|s| s["kind"] == "Status")
-            .and_then(|s| s["message"].as_str())
-            .unwrap_or_default()
-            .to_string();
+        let message = answer.status_message().unwrap_or_default();
         format!("{what} {path}: HTTP {} {message}", answer.status)
     };
     let live = api.call("GET", path, None, b"").await?;

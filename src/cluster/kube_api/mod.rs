@@ -52,10 +52,17 @@ pub struct Answer {
 impl Answer {
     /// The `message` of a `metav1.Status` body, else the body's start.
     pub fn message(&self) -> String {
-        serde_json::from_str::<serde_json::Value>(&self.body)
-            .ok()
-            .and_then(|v| v["message"].as_str().map(str::to_string))
+        self.status_message()
             .unwrap_or_else(|| self.body.chars().take(200).collect())
+    }
+
+    /// The `message` of a `metav1.Status` body only: for answers whose
+    /// body may be an object, a Secret's data included.
+    pub fn status_message(&self) -> Option<String> {
+        let status: serde_json::Value = serde_json::from_str(&self.body).ok()?;
+        (status["kind"] == "Status")
+            .then(|| status["message"].as_str().map(str::to_string))
+            .flatten()
     }
 }
 

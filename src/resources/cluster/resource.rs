@@ -360,11 +360,9 @@ impl GroupKind for Cluster {
         ctx: &Context,
         state: &mut Value,
         refreshed: &Refreshed,
+        settings: &ClusterSettings,
     ) -> Diagnostics {
-        let Ok(settings) = model::state_settings(state) else {
-            return Diagnostics::new();
-        };
-        let warning = kubernetes::refresh(ctx, state, &settings, &refreshed.nodes).await;
+        let warning = kubernetes::refresh(ctx, state, settings, &refreshed.nodes).await;
         warning.into_iter().collect()
     }
 

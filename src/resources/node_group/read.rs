@@ -11,7 +11,7 @@ use crate::tf::{Diagnostic, Diagnostics};
 pub async fn refresh(
     ctx: &Context,
     recorded: Recorded<'_>,
-    settings: Result<ClusterSettings, String>,
+    settings: &Result<ClusterSettings, String>,
 ) -> Result<(Refreshed, Option<Diagnostic>), Diagnostic> {
     let client = ctx.hcloud()?;
     let reach = Reach {

@@ -87,12 +87,13 @@ pub trait GroupKind: Send + Sync + 'static {
     /// what state records of the cluster's etcd.
     fn drifted(state: Value, refreshed: &Refreshed, etcd: EtcdRecord) -> Option<Value>;
     /// What else a refresh finds beyond the servers (the control plane:
-    /// its objects in Kubernetes changed by hand), written into `state`;
-    /// warnings.
+    /// its objects in Kubernetes changed by hand), written into `state`,
+    /// with the group's `settings` as state records them; warnings.
     async fn drifted_beyond(
         _ctx: &Context,
         _state: &mut Value,
         _refreshed: &Refreshed,
+        _settings: &ClusterSettings,
     ) -> Diagnostics {
         Diagnostics::new()
     }
@@ -257,7 +258,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         if K::ROLE == Role::ControlPlane {
             *private = with_etcd_record(private, etcd);
         }
-        let (refreshed, warning) = match refresh(ctx, recorded, group.settings).await {
+        let (refreshed, warning) = match refresh(ctx, recorded, &group.settings).await {
             Ok(r) => r,
             Err(d) => return (Some(state), d.into()),
         };
@@ -265,8 +266,10 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         set(&mut state, K::NODES, nodes_value(&refreshed.nodes));
         let mut diagnostics: Diagnostics = warning.into_iter().collect();
         let mut state = K::drifted(state, &refreshed, etcd);
-        if let Some(state) = &mut state {
-            diagnostics.extend(K::drifted_beyond(ctx, state, &refreshed).await);
+        if let Some(state) = &mut state
+            && let Ok(settings) = &group.settings
+        {
+            diagnostics.extend(K::drifted_beyond(ctx, state, &refreshed, settings).await);
         }
         (state, diagnostics)
     }
