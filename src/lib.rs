@@ -16,6 +16,8 @@
 //!   labels, preflight, one group of servers (`group`, `converge`,
 //!   `scale_down`, `resize`, `placement`), Talos bring-up, upgrades, waits.
 //! - `snapshot`: the Talos snapshot runbook (rescue system, write, snapshot).
+//! - `backup`: etcd snapshots as hct keeps them (checked, age-encrypted,
+//!   written under their names).
 //! - `hcloud`: the Hetzner Cloud API client; `talos::api`: the Talos machine
 //!   API client (apid).
 //! - `talos`: Talos knowledge without I/O: releases (`talos::release`, the
@@ -30,6 +32,7 @@
 //!   the retry waits derived from it), `duration`, `der`, `logging`.
 //! - `docs`: the registry docs, generated from the schemas.
 
+pub mod backup;
 pub mod build_info;
 pub mod cluster;
 pub mod der;

@@ -103,6 +103,28 @@ variable "api_endpoint" {
   default     = "load_balancer"
 }
 
+# Before an upgrade, a new control-plane config, a scale-down or a resize,
+# hct writes an etcd snapshot, age-encrypted to these recipients, into
+# ./etcd-snapshots (docs/guides/backup-and-restore.md). Without them such a
+# change is refused at plan, unless skip_pre_change_snapshot is set.
+variable "etcd_snapshot_recipients" {
+  description = "age recipients (age1…, from age-keygen) the etcd snapshots before risky changes are encrypted to; null: none (risky changes are refused)."
+  type        = list(string)
+  default     = null
+}
+
+# A snapshot hct wrote, to start etcd from where the cluster's etcd is lost
+# (every control-plane server gone) or on a new cluster of the old
+# machine_secrets; ignored while etcd runs.
+variable "etcd_restore_from" {
+  description = "{ snapshot = <path of a .etcd.age file>, age_identity_file = <path of an age-keygen identity> }; null: none."
+  type = object({
+    snapshot          = string
+    age_identity_file = string
+  })
+  default = null
+}
+
 variable "worker_pools" {
   description = "Pools by name: where they live in the node subnet, how many nodes, which server type."
   type = map(object({
@@ -166,6 +188,12 @@ resource "hct_cluster" "this" {
   # and network id) for the Hetzner CCM and CSI driver.
   ccm_token = var.ccm_token
 
+  etcd_backup = var.etcd_snapshot_recipients == null ? null : {
+    local_directory = "${path.root}/etcd-snapshots"
+    age_recipients  = var.etcd_snapshot_recipients
+  }
+  restore_from = var.etcd_restore_from
+
   timeouts {
     create = var.create_timeout
     update = var.update_timeout
@@ -200,6 +228,11 @@ output "control_plane_nodes" {
 
 output "worker_nodes" {
   value = { for name, pool in hct_worker_pool.this : name => pool.nodes }
+}
+
+output "pre_change_snapshot" {
+  description = "The last etcd snapshot written before a risky change."
+  value       = hct_cluster.this.pre_change_snapshot
 }
 
 output "cilium_values" {

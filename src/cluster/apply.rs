@@ -6,6 +6,9 @@
 //! load balancer, a pool's Ready wait; then what state must keep, also
 //! after a failure.
 
+use std::sync::OnceLock;
+
+use crate::backup::Stored;
 use crate::net::Proxy;
 
 use super::ClusterError;
@@ -41,6 +44,7 @@ impl Clients {
         spec: &'a GroupSpec,
         deadline: &'a Deadline,
         recorder: &'a Recorder,
+        snapshot_taken: &'a OnceLock<Stored>,
     ) -> Group<'a> {
         Group {
             settings,
@@ -50,6 +54,7 @@ impl Clients {
             trust: &self.trust,
             deadline,
             recorder,
+            snapshot_taken,
         }
     }
 }
@@ -83,6 +88,8 @@ pub struct Outcome {
     pub left_something: bool,
     /// What state records of etcd from now on.
     pub etcd: EtcdRecord,
+    /// The etcd snapshot taken before the change (`pre_change`).
+    pub snapshot_taken: Option<Stored>,
     pub diagnostics: Diagnostics,
     /// The operation's deadline, for what the resource still waits on.
     pub deadline: Deadline,
@@ -109,7 +116,14 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     }
     let recorder = Recorder::new(&run.settings.cluster_name, &run.spec.group, run.prior_nodes);
     let deadline = run.deadline;
-    let group = clients.group(run.settings, run.spec, &deadline, &recorder);
+    let snapshot_taken = OnceLock::new();
+    let group = clients.group(
+        run.settings,
+        run.spec,
+        &deadline,
+        &recorder,
+        &snapshot_taken,
+    );
     let mut api_load_balancer_id = None;
     let mut etcd = run.etcd;
     let outcome = async {
@@ -202,6 +216,7 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         api_load_balancer_id,
         left_something,
         etcd,
+        snapshot_taken: snapshot_taken.into_inner(),
         diagnostics,
         deadline,
     })
@@ -217,7 +232,8 @@ pub async fn remove_all(
     deadline: &Deadline,
 ) -> Result<(), (Vec<NodeRecord>, ClusterError)> {
     let recorder = Recorder::new(&settings.cluster_name, &spec.group, prior_nodes);
-    let group = clients.group(settings, spec, deadline, &recorder);
+    let snapshot_taken = OnceLock::new();
+    let group = clients.group(settings, spec, deadline, &recorder, &snapshot_taken);
     group
         .converge(&[])
         .await

@@ -12,7 +12,9 @@
 //! a bootstrap but no control plane of before this run is left and none
 //! has etcd, the cluster's etcd is gone: the apply stops and says so (the
 //! new control planes wait, in state, for a restore), instead of starting
-//! an empty cluster under the old name.
+//! an empty cluster under the old name. With `restore_from`, those two
+//! cases (an empty etcd to start, or a lost one) restore its snapshot
+//! instead (`recover`); a running etcd is never restored over.
 
 use futures_util::future::join_all;
 use tracing::info;
@@ -21,6 +23,7 @@ use super::ClusterError;
 use super::group::Group;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
+use crate::backup::RestoreFrom;
 use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
 
 /// What state remembers of the cluster's etcd.
@@ -59,16 +62,28 @@ pub(super) async fn once(
             info!(%node, "etcd runs; no bootstrap");
             Ok(EtcdRecord::Bootstrapped)
         }
-        (Seen::Nothing, EtcdRecord::Bootstrapped) if !may_survive => Err(ClusterError::EtcdLost {
-            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
-        }),
+        (Seen::Nothing, EtcdRecord::Bootstrapped) if !may_survive => {
+            match &group.spec.restore_from {
+                Some(from) => recover(group, first, from).await?,
+                None => {
+                    return Err(ClusterError::EtcdLost {
+                        nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+                    });
+                }
+            }
+            Ok(EtcdRecord::Bootstrapped)
+        }
         (Seen::Nothing, EtcdRecord::Bootstrapped) => {
             // Nodes that kept their data bring etcd back as they start.
             info!("etcd was bootstrapped before; waiting for it, no bootstrap");
             Ok(EtcdRecord::Bootstrapped)
         }
+        // A new cluster of old secrets may start from a snapshot.
         (Seen::Nothing, EtcdRecord::NotYet) => {
-            send(group, first).await?;
+            match &group.spec.restore_from {
+                Some(from) => recover(group, first, from).await?,
+                None => send(group, first, None).await?,
+            }
             Ok(EtcdRecord::Bootstrapped)
         }
     }
@@ -115,15 +130,51 @@ async fn seen(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<Seen, ClusterEr
     .await
 }
 
-/// Sends the Bootstrap; already bootstrapped (the node's own data is not
-/// empty: a rerun after a lost answer) is fine.
-async fn send(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterError> {
+/// etcd restored on `node` from `from`, as Talos' disaster recovery does
+/// it (`talosctl bootstrap --recover-from`): the snapshot, decrypted and
+/// its hash checked first, is uploaded (`EtcdRecover`), and a Bootstrap
+/// with `recover_etcd` starts a new etcd holding its data; the other
+/// control planes join it like after any bootstrap.
+async fn recover(
+    group: &Group<'_>,
+    node: &NodeRecord,
+    from: &RestoreFrom,
+) -> Result<(), ClusterError> {
+    let snapshot = from.read().map_err(ClusterError::Restore)?;
+    info!(
+        node = %node.name,
+        snapshot = %from.snapshot.display(),
+        bytes = snapshot.len(),
+        "restoring etcd from the snapshot"
+    );
+    send(group, node, Some(&snapshot)).await
+}
+
+/// Sends the Bootstrap (after the snapshot to recover from, if any);
+/// already bootstrapped (the node's own data is not empty: a rerun after a
+/// lost answer) is fine.
+async fn send(
+    group: &Group<'_>,
+    node: &NodeRecord,
+    snapshot: Option<&[u8]>,
+) -> Result<(), ClusterError> {
     let address = group.address(node.ip);
-    let outcome = wait::until(group.deadline, &node.name, "bootstrapping etcd", || {
+    let step = match snapshot {
+        Some(_) => "restoring etcd from the snapshot",
+        None => "bootstrapping etcd",
+    };
+    let outcome = wait::until(group.deadline, &node.name, step, || {
         let address = address.clone();
         async move {
             let mut client = TalosClient::connect(&address, group.trust).await?;
-            match client.bootstrap().await {
+            let sent = match snapshot {
+                Some(snapshot) => {
+                    client.etcd_recover(snapshot).await?;
+                    client.bootstrap_recovering().await
+                }
+                None => client.bootstrap().await,
+            };
+            match sent {
                 Ok(outcome) => Ok(outcome),
                 Err(e @ TalosError::NotControlPlane { .. }) => {
                     Err(Retry::Fatal(ClusterError::Talos(e)))
@@ -134,8 +185,8 @@ async fn send(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterError> 
     })
     .await?;
     match outcome {
-        Bootstrapped::Now => info!(node = %node.name, "bootstrapped etcd"),
-        Bootstrapped::Already => info!(node = %node.name, "etcd was bootstrapped already"),
+        Bootstrapped::Now => info!(node = %node.name, "{step}: done"),
+        Bootstrapped::Already => info!(node = %node.name, "{step}: done already"),
     }
     Ok(())
 }

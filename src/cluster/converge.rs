@@ -16,9 +16,10 @@ use tracing::{info, warn};
 
 use super::ClusterError;
 use super::control_plane;
-use super::group::{Desired, Group};
+use super::group::{Desired, Group, SnapshotRule};
 use super::kubernetes_upgrade;
 use super::leftovers::{self, Found};
+use super::pre_change::{self, Change, Planned, Risk};
 use super::record::{FOREIGN_CA, IN_MAINTENANCE, NodeRecord};
 use super::settings::ConfigDelivery;
 use super::slots::{self, NodeSlot};
@@ -62,6 +63,7 @@ impl Group<'_> {
         self.leftovers(&mut existing).await?;
         // What is left is this state's: recorded, or carrying its secrets.
         let had_servers = !existing.is_empty();
+        let risky = self.before_scale_down(&desired, &existing).await?;
 
         self.scale_down(&desired, &mut existing).await?;
         let groups = self
@@ -99,6 +101,11 @@ impl Group<'_> {
             result?;
         }
 
+        // Every server runs again (a powered-off one was started above):
+        // the snapshot before the resize and the new configs.
+        if let Some(reasons) = risky {
+            pre_change::before_change(self, &reasons, self.snapshot_taken).await?;
+        }
         for d in &desired {
             if let Some(server) = existing.get(&d.slot.name) {
                 self.restore_labels(server).await?;
@@ -152,6 +159,38 @@ impl Group<'_> {
         )
         .await?;
         Ok(had_servers)
+    }
+
+    /// A risky change of a control plane (`pre_change`): refused now when
+    /// there is nowhere for its snapshot; the snapshot now when a node
+    /// leaves; else what is still to do once every server runs.
+    async fn before_scale_down(
+        &self,
+        desired: &[Desired],
+        existing: &BTreeMap<String, Server>,
+    ) -> Result<Option<Vec<String>>, ClusterError> {
+        let planned: Vec<Planned> = desired
+            .iter()
+            .map(|d| Planned {
+                name: &d.slot.name,
+                sha256: Some(&d.sha256),
+            })
+            .collect();
+        let resizing = desired
+            .iter()
+            .filter_map(|d| existing.get(&d.slot.name))
+            .any(|s| s.server_type.name != self.spec.server_type);
+        let Risk::Risky(changes) = pre_change::at_risk(&self.recorder.nodes(), &planned, resizing)
+        else {
+            return Ok(None);
+        };
+        let reasons = pre_change::in_words(&changes);
+        let leaving = changes.iter().any(|c| matches!(c, Change::Leaves(_)));
+        if leaving || matches!(self.spec.snapshots, SnapshotRule::Refuse) {
+            pre_change::before_change(self, &reasons, self.snapshot_taken).await?;
+            return Ok(None);
+        }
+        Ok(Some(reasons))
     }
 
     /// Servers of the group that state does not know: those of this

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::backup::BackupError;
 use crate::duration;
 use crate::hcloud::HcloudError;
 use crate::talos::api::TalosError;
@@ -91,6 +92,12 @@ pub enum ClusterError {
         summary: &'static str,
         detail: String,
     },
+    /// The etcd snapshot before a change could not be written.
+    #[error("{0}")]
+    Backup(BackupError),
+    /// The snapshot of `restore_from` could not be read.
+    #[error("{0}")]
+    Restore(BackupError),
 }
 
 impl ClusterError {
@@ -245,6 +252,22 @@ impl ClusterError {
                      (or destroy it and apply again)."
                 ),
             ),
+            ClusterError::Backup(_) => Diagnostic::error(
+                "Could not write the etcd snapshot before this change",
+                format!(
+                    "{self}.\n\nNothing of the control plane was touched. Fix                      etcd_backup.local_directory (it must be writable), or set                      skip_pre_change_snapshot = true to go on without a snapshot."
+                ),
+            )
+            .at(AttrPath::attr("etcd_backup")),
+            ClusterError::Restore(_) => Diagnostic::error(
+                "Could not read the snapshot to restore etcd from",
+                format!(
+                    "{self}.\n\nNothing was sent to the control planes; they wait, in state. \
+                     Fix restore_from (the snapshot hct wrote, and the age identity file of one \
+                     of its recipients), then apply again."
+                ),
+            )
+            .at(AttrPath::attr("restore_from")),
             ClusterError::ControlPlaneFailed { detail } => {
                 Diagnostic::error("The cluster's control plane failed in this apply", detail)
             }

@@ -8,6 +8,7 @@
 use crate::net::Proxy;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::sync::OnceLock;
 
 use tracing::info;
 
@@ -18,6 +19,7 @@ use super::record::Recorder;
 use super::settings::{ClusterSettings, NodeTraits, config_sha256};
 use super::slots::NodeSlot;
 use super::wait::Deadline;
+use crate::backup::{Recipients, RestoreFrom, Stored};
 use crate::hcloud::Client;
 use crate::hcloud::models::{Labels, Server};
 use crate::talos::api::{NodeAddress, Trust};
@@ -37,6 +39,11 @@ pub struct GroupSpec {
     /// How many nodes may be out of service at once while it changes
     /// (pools; control planes go one at a time whatever it says).
     pub budget: Budget,
+    /// What comes before a risky change (control planes: an etcd snapshot).
+    pub snapshots: SnapshotRule,
+    /// Control planes: the snapshot etcd starts from where it would start
+    /// empty or is lost (`restore`).
+    pub restore_from: Option<RestoreFrom>,
 }
 
 impl GroupSpec {
@@ -58,6 +65,26 @@ pub struct Group<'a> {
     pub trust: &'a Trust,
     pub deadline: &'a Deadline,
     pub recorder: &'a Recorder,
+    /// The etcd snapshot taken before this operation's change, if any.
+    pub snapshot_taken: &'a OnceLock<Stored>,
+}
+
+/// What a group does before a risky change.
+#[derive(Debug, Clone, Default)]
+pub enum SnapshotRule {
+    /// Nothing at stake: a worker pool (no etcd).
+    #[default]
+    NotNeeded,
+    /// `skip_pre_change_snapshot = true`.
+    Skip,
+    /// Neither a place for the snapshot nor the skip: risky changes are
+    /// refused.
+    Refuse,
+    /// `etcd_backup`: snapshots go to `directory`, encrypted.
+    Store {
+        directory: std::path::PathBuf,
+        recipients: Recipients,
+    },
 }
 
 /// A slot with the config its node should run.

@@ -27,7 +27,8 @@
 //! - `bring_up`: Talos after the servers run: etcd, kubelet, and the
 //!   Kubernetes API's `/readyz` (`kube_api`); `bootstrap`: etcd
 //!   bootstrapped exactly once in a cluster's life, decided from the
-//!   cluster (`EtcdRecord`: what state remembers of it).
+//!   cluster (`EtcdRecord`: what state remembers of it), from a snapshot
+//!   with `restore_from`.
 //! - `kubernetes_sync`: the entry for what `hct_cluster` does through the
 //!   Kubernetes API after its nodes' apply (manifests, add-ons, `ready`:
 //!   the wait for Ready nodes once a CNI runs, which a pool's apply ends
@@ -42,6 +43,9 @@
 //! - `control_plane`: a pool's waits on its control plane (until it can
 //!   take the pool's nodes; until it runs a release), which also catch a
 //!   `worker_join` that is not the cluster's.
+//! - `pre_change`: the etcd snapshot before a change that puts running
+//!   control planes at risk (upgrades, new configs, scale-down, resize),
+//!   or the refusal when there is nowhere to put it.
 //! - `budget`: how many nodes of a group may be out at once while it
 //!   changes (`max_unavailable`); `rolling`: changing nodes within it, and
 //!   the cluster-wide limit across pools.
@@ -67,6 +71,7 @@ pub mod leftovers;
 pub mod naming;
 mod placement;
 pub mod pool_access;
+pub mod pre_change;
 pub mod preflight;
 pub mod read;
 pub mod ready;

@@ -115,6 +115,11 @@ fn serial_example() -> String {
   machine_secrets = var.machine_secrets
   config_delivery = var.config_delivery
 
+  etcd_backup = var.etcd_snapshot_recipients == null ? null : {
+    local_directory = "${path.root}/etcd-snapshots"
+    age_recipients  = var.etcd_snapshot_recipients
+  }
+
   timeouts {
     create = var.create_timeout
     update = var.update_timeout

@@ -10,6 +10,7 @@ mod peers;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod backup_e2e;
 mod bring_up_e2e;
 mod cluster_e2e;
 mod cluster_hetzner_e2e;

@@ -29,7 +29,6 @@
 use crate::peers;
 use crate::support;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hct_sim::SimHandle;
@@ -66,27 +65,8 @@ fn calls_since(sim: &SimHandle, since: usize, call: &str) -> Vec<TalosCall> {
         .collect()
 }
 
-/// The etcd clusters the sim's nodes run: per etcd cluster, its members
-/// (hostname, up), by hostname.
-fn etcd_clusters(sim: &SimHandle) -> BTreeMap<u64, Vec<(String, bool)>> {
-    let state = sim.state_json();
-    let mut rings: BTreeMap<u64, Vec<(String, bool)>> = BTreeMap::new();
-    for members in state["etcd"].as_object().unwrap().values() {
-        for m in members.as_array().unwrap() {
-            rings.entry(m["ring"].as_u64().unwrap()).or_default().push((
-                m["hostname"].as_str().unwrap().to_string(),
-                m["up"].as_bool().unwrap(),
-            ));
-        }
-    }
-    for members in rings.values_mut() {
-        members.sort();
-    }
-    rings
-}
-
 fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
-    let rings = etcd_clusters(sim);
+    let rings = support::sim::etcd_rings(sim);
     let expected: Vec<(String, bool)> = (1..=3)
         .map(|n| (format!("noreturn-cp-{n}"), true))
         .collect();
@@ -405,9 +385,9 @@ async fn every_control_plane_gone_stops_the_apply_instead_of_an_empty_etcd() {
         );
         assert!(calls_since(&sim, since, "Bootstrap").is_empty());
         assert!(
-            etcd_clusters(&sim).is_empty(),
+            support::sim::etcd_rings(&sim).is_empty(),
             "no etcd: {:?}",
-            etcd_clusters(&sim)
+            support::sim::etcd_rings(&sim)
         );
         let (code, out) = plan(&ws);
         assert_eq!(

@@ -39,6 +39,53 @@ data:
   tunnel: disabled
 ";
 
+/// A test key: the age identity of the reference workspace's etcd
+/// snapshots, and its recipient.
+pub const SNAPSHOT_IDENTITY: &str =
+    "AGE-SECRET-KEY-1SL0PA5R82AG425CKEK6F5VVF7T7G3ACNP7GRTWGA7HXXE8PNUGXS5M9ETG";
+const SNAPSHOT_RECIPIENT: &str = "age1sxfzqgu7k66rpk87eccfvmg2dx8dzd774y8wk64rsahxteudn4zqr8vpz8";
+
+/// The etcd snapshots the example wrote (`etcd-snapshots/`), by file name,
+/// decrypted with [`SNAPSHOT_IDENTITY`].
+pub fn snapshots(ws: &Workspace) -> Vec<(String, Vec<u8>)> {
+    use std::io::Read;
+    use std::str::FromStr;
+    let identity = age::x25519::Identity::from_str(SNAPSHOT_IDENTITY).expect("a test identity");
+    let Ok(entries) = std::fs::read_dir(ws.path().join("etcd-snapshots")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(String, Vec<u8>)> = entries
+        .map(|entry| {
+            let path = entry.expect("a directory entry").path();
+            let file = std::fs::File::open(&path).expect("a snapshot");
+            let decryptor = age::Decryptor::new(file).expect("an age file");
+            let mut plain = Vec::new();
+            decryptor
+                .decrypt(std::iter::once(&identity as &dyn age::Identity))
+                .expect("encrypted to the test key")
+                .read_to_end(&mut plain)
+                .expect("decrypted");
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, plain)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// What the Talos API streams as an etcd snapshot: the database, then its
+/// SHA-256 (as etcd's Maintenance API gives it).
+pub fn assert_etcd_snapshot(snapshot: &[u8]) {
+    use sha2::Digest;
+    assert!(snapshot.len() > 32, "{} bytes", snapshot.len());
+    let (database, hash) = snapshot.split_at(snapshot.len() - 32);
+    assert_eq!(
+        sha2::Sha256::digest(database).as_slice(),
+        hash,
+        "etcd's hash"
+    );
+}
+
 /// The reference layout with `general` nodes in the general pool.
 pub fn pools(general: u32) -> String {
     pools_labelled(general, r#"{ purpose = "platform" }"#)
@@ -60,6 +107,11 @@ pub fn pools_labelled(general: u32, platform_labels: &str) -> String {
 pub fn workspace(sim: &SimHandle) -> Workspace {
     let mut ws = Workspace::dev_override(&[("main.tf", EXAMPLE)]);
     ws.write("pools.auto.tfvars", &pools(3));
+    // Upgrades and other risky changes write an etcd snapshot first.
+    ws.write(
+        "etcd.auto.tfvars",
+        &format!("etcd_snapshot_recipients = [\"{SNAPSHOT_RECIPIENT}\"]\n"),
+    );
     // The example's default is the load balancer; the suites built on this
     // workspace test the other mode, and tests/e2e/endpoint_e2e.rs this one.
     ws.write(

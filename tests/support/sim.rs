@@ -180,6 +180,7 @@ pub fn real_kubernetes() -> hct_sim::KubeBinaries {
         kube_controller_manager: peers.path("KUBE_CONTROLLER_MANAGER"),
         csr_approver: unless_skipped("CSR_APPROVER"),
         hcloud_ccm: unless_skipped("HCLOUD_CCM"),
+        etcdutl: Some(peers.path("ETCDUTL")),
         version: format!("v{}", peers.var("KUBE_CONTROL_PLANE_VERSION")),
         work_dir: std::env::temp_dir(),
     }
@@ -207,4 +208,23 @@ pub fn real_addon_or_skip(piece: &str, what: &str) -> bool {
         );
     }
     runs
+}
+
+/// The etcd clusters the sim's nodes run: per etcd cluster, its members
+/// (hostname, up), by hostname.
+pub fn etcd_rings(sim: &SimHandle) -> BTreeMap<u64, Vec<(String, bool)>> {
+    let state = sim.state_json();
+    let mut rings: BTreeMap<u64, Vec<(String, bool)>> = BTreeMap::new();
+    for members in state["etcd"].as_object().unwrap().values() {
+        for m in members.as_array().unwrap() {
+            rings.entry(m["ring"].as_u64().unwrap()).or_default().push((
+                m["hostname"].as_str().unwrap().to_string(),
+                m["up"].as_bool().unwrap(),
+            ));
+        }
+    }
+    for members in rings.values_mut() {
+        members.sort();
+    }
+    rings
 }

@@ -33,6 +33,13 @@ resource "hct_cluster" "this" {
     machine = { time = { servers = ["ntp1.hetzner.de"] } }
   })]
 
+  # An etcd snapshot, age-encrypted, before every upgrade or other risky
+  # change of the control plane.
+  etcd_backup = {
+    local_directory = "${path.root}/etcd-snapshots"
+    age_recipients  = ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"]
+  }
+
   timeouts {
     create = "30m"
   }

@@ -38,6 +38,11 @@ impl Stores {
         self.clusters.get(id)
     }
 
+    /// Puts `store` in the cluster's place (a restored etcd's data).
+    pub fn insert(&mut self, id: &str, store: ClusterStore) {
+        self.clusters.insert(id.to_string(), store);
+    }
+
     /// Forgets a cluster whose etcd is gone.
     pub fn remove(&mut self, id: &str) {
         self.clusters.remove(id);

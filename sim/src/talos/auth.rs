@@ -24,6 +24,9 @@ pub enum Call {
     CosiList,
     Bootstrap,
     EtcdMemberList,
+    /// The upload of a snapshot to recover etcd from (client streaming).
+    EtcdRecover,
+    EtcdSnapshot,
     Kubeconfig,
     Read,
     Reboot,
@@ -34,7 +37,9 @@ pub enum Call {
 }
 
 impl Call {
-    /// The roles Talos (v1.12 machined) grants the call to.
+    /// The roles Talos (v1.12 machined) grants the call to. `os:etcd:backup`
+    /// may take etcd snapshots and look at etcd, nothing else; restoring
+    /// one (EtcdRecover) is os:admin's alone.
     fn roles(self) -> &'static [&'static str] {
         const ADMIN: &[&str] = &["os:admin"];
         match self {
@@ -42,9 +47,11 @@ impl Call {
                 &["os:admin", "os:operator", "os:reader"]
             }
             Self::EtcdMemberList => &["os:admin", "os:operator", "os:reader", "os:etcd:backup"],
+            Self::EtcdSnapshot => &["os:admin", "os:operator", "os:etcd:backup"],
             Self::Reboot => &["os:admin", "os:operator"],
             Self::ApplyConfiguration
             | Self::Bootstrap
+            | Self::EtcdRecover
             | Self::Kubeconfig
             | Self::Read
             | Self::Reset
@@ -94,6 +101,8 @@ mod tests {
             Call::ApplyConfiguration,
             Call::Bootstrap,
             Call::EtcdMemberList,
+            Call::EtcdRecover,
+            Call::EtcdSnapshot,
             Call::Kubeconfig,
             Call::Reboot,
             Call::Reset,
@@ -121,5 +130,55 @@ mod tests {
             Code::Unauthenticated
         );
         assert!(authorize(&Caller::Anonymous, Call::ApplyConfiguration).is_ok());
+    }
+
+    #[test]
+    fn etcd_snapshots_are_for_admins_operators_and_etcd_backup_only() {
+        for role in ["os:admin", "os:operator", "os:etcd:backup"] {
+            assert!(
+                authorize(&with(&[role]), Call::EtcdSnapshot).is_ok(),
+                "{role}"
+            );
+        }
+        for role in [
+            "os:reader",
+            "os:image:verifier",
+            "os:meta:writer",
+            "os:impersonator",
+        ] {
+            let denied = authorize(&with(&[role]), Call::EtcdSnapshot).unwrap_err();
+            assert_eq!(denied.code(), Code::PermissionDenied, "{role}");
+        }
+        // The backup role takes snapshots and lists members, nothing else.
+        let backup = with(&["os:etcd:backup"]);
+        assert!(authorize(&backup, Call::EtcdMemberList).is_ok());
+        for call in [
+            Call::Version,
+            Call::Kubeconfig,
+            Call::Read,
+            Call::Reboot,
+            Call::EtcdRecover,
+        ] {
+            assert_eq!(
+                authorize(&backup, call).unwrap_err().code(),
+                Code::PermissionDenied,
+                "{call}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_admins_recover_etcd() {
+        assert!(authorize(&with(&["os:admin"]), Call::EtcdRecover).is_ok());
+        for role in [
+            "os:operator",
+            "os:reader",
+            "os:etcd:backup",
+            "os:meta:writer",
+            "os:impersonator",
+        ] {
+            let denied = authorize(&with(&[role]), Call::EtcdRecover).unwrap_err();
+            assert_eq!(denied.code(), Code::PermissionDenied, "{role}");
+        }
     }
 }

@@ -10,8 +10,9 @@
 //!   in user data configures it at boot;
 //! - configured, it speaks mutual TLS with the cluster's OS CA (workers get
 //!   their certificate from trustd on a control plane), bootstraps etcd
-//!   once per cluster, lists etcd members, hands out the admin kubeconfig,
-//!   and reboots, upgrades and resets;
+//!   once per cluster, lists etcd members, takes etcd snapshots
+//!   (`etcd_snapshot`) and recovers etcd from one (`etcd_recover`), hands
+//!   out the admin kubeconfig, and reboots, upgrades and resets;
 //! - its health follows its network: without a default route via the
 //!   network's gateway it cannot pull images and never becomes healthy;
 //! - a control plane whose etcd member runs also serves the Kubernetes
@@ -37,6 +38,8 @@ pub mod cluster;
 pub mod config;
 pub mod cosi;
 pub mod etcd;
+pub mod etcd_recover;
+pub mod etcd_snapshot;
 pub mod faults;
 pub mod kube_api;
 pub mod kube_control_plane;

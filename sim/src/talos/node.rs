@@ -11,6 +11,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClusterIdentity, MachineConfig, MachineType};
+use super::etcd_recover::disk::{Recovery, Upload};
 use super::pki::CertificateAuthority;
 use super::version::TalosVersion;
 use crate::clock::Timestamp;
@@ -59,20 +60,38 @@ pub struct Disk {
     /// Written by an install or upgrade: the release the next boot runs.
     pub next_version: Option<TalosVersion>,
     pub etcd: EtcdData,
+    /// The snapshot EtcdRecover uploaded (Talos' `/var/lib/etcd.snapshot`,
+    /// on EPHEMERAL), until a recovering Bootstrap restored it.
+    pub etcd_snapshot: Option<Upload>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct EtcdData {
     /// Bootstrap was called here: this node founds a new etcd cluster.
     pub founder: bool,
+    /// A Bootstrap that recovers from the uploaded snapshot: the etcd
+    /// cluster the founder starts, with the snapshot's data.
+    pub recovery: Option<Recovery>,
     pub member: Option<EtcdMember>,
+    /// What a failed restore left in the data directory (etcdutl had
+    /// written part of it), and why it failed: etcd cannot start there,
+    /// and Bootstrap finds the directory not empty, until a reset.
+    pub spoiled: Option<String>,
 }
 
 impl EtcdData {
-    /// Talos' test before a Bootstrap: the node's own etcd data directory
-    /// holds something (whatever the other control planes run).
+    /// Whether the node holds data of an etcd cluster: it founded or
+    /// joined one (whatever the other control planes run). Talos' test
+    /// before a Bootstrap also counts a spoiled directory
+    /// (`data_dir_empty`).
     pub fn is_empty(&self) -> bool {
         !self.founder && self.member.is_none()
+    }
+
+    /// Talos' test before a Bootstrap: the etcd data directory holds
+    /// nothing at all.
+    pub fn data_dir_empty(&self) -> bool {
+        self.is_empty() && self.spoiled.is_none()
     }
 }
 
@@ -131,6 +150,10 @@ pub struct Runtime {
     /// When Talos came up with its config this start: a control plane
     /// joins a running etcd only some time after (`talos_etcd_join`).
     pub configured_since: Option<Timestamp>,
+    /// The etcd service Bootstrap started failed before it ran, and why
+    /// (a recovery whose snapshot is missing or unreadable): it stays
+    /// Failed until the next Bootstrap or start of Talos.
+    pub etcd_failed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,6 +250,7 @@ impl NodeState {
         self.phase = Phase::Booting { until };
         self.run.apid_issuer = None;
         self.run.configured_since = None;
+        self.run.etcd_failed = None;
         self.run.incarnation += 1;
     }
 
@@ -251,7 +275,9 @@ impl NodeState {
 }
 
 /// A disk as `--state` saves it: the configs as applied (re-parsed at
-/// load), the release to boot next, the etcd membership.
+/// load), the release to boot next, the etcd membership, and what etcd
+/// recovery left (an uploaded snapshot in base64, a pending recovery, a
+/// spoiled data directory).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SavedDisk {
@@ -261,6 +287,12 @@ pub struct SavedDisk {
     pub etcd_founder: bool,
     pub etcd_member: Option<(u64, String)>,
     pub etcd_ring: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etcd_snapshot: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etcd_recovery: Option<Recovery>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etcd_spoiled: Option<String>,
 }
 
 impl SavedDisk {
@@ -276,6 +308,9 @@ impl SavedDisk {
                 .as_ref()
                 .map(|m| (m.id, m.hostname.clone())),
             etcd_ring: disk.etcd.member.as_ref().map_or(0, |m| m.ring),
+            etcd_snapshot: disk.etcd_snapshot.as_ref().map(Upload::to_base64),
+            etcd_recovery: disk.etcd.recovery.clone(),
+            etcd_spoiled: disk.etcd.spoiled.clone(),
         }
     }
 
@@ -292,12 +327,15 @@ impl SavedDisk {
             next_version: self.next_version.as_deref().and_then(|v| v.parse().ok()),
             etcd: EtcdData {
                 founder: self.etcd_founder,
+                recovery: self.etcd_recovery.clone(),
                 member: self.etcd_member.as_ref().map(|(id, hostname)| EtcdMember {
                     id: *id,
                     hostname: hostname.clone(),
                     ring: self.etcd_ring,
                 }),
+                spoiled: self.etcd_spoiled.clone(),
             },
+            etcd_snapshot: self.etcd_snapshot.as_deref().and_then(Upload::from_base64),
         }
     }
 }

@@ -11,6 +11,8 @@ use tonic::{Request, Response, Status};
 use super::auth::{self, Call, Caller};
 use super::call_log::TalosCall;
 use super::calls::{self, ApplyMode, ApplyRequest, CallError, NodeRef};
+use super::etcd_recover;
+use super::etcd_snapshot;
 use super::faults;
 use super::kubeconfig;
 use super::lifecycle;
@@ -21,6 +23,9 @@ type DataStream = tokio_stream::Iter<std::vec::IntoIter<Result<pb::Data, Status>
 
 /// Bytes per chunk of a streamed answer (kubeconfig archive, file).
 const CHUNK: usize = 512;
+/// Bytes per chunk of an etcd snapshot: at most what Talos' stream chunker
+/// reads at a time (`pkg/chunker/stream`, 1024 unless told otherwise).
+const SNAPSHOT_CHUNK: usize = 1024;
 
 pub struct MachineApi {
     sim: AppState,
@@ -133,6 +138,10 @@ fn status(error: CallError) -> Status {
     Status::new(error.code(), error.to_string())
 }
 
+fn snapshot_status(error: etcd_snapshot::SnapshotError) -> Status {
+    Status::new(error.code(), error.to_string())
+}
+
 /// An ID for the task a call started, in the shape of Talos' UUIDs.
 fn actor_id() -> String {
     let hex = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
@@ -215,7 +224,16 @@ impl MachineService for MachineApi {
         request: Request<pb::BootstrapRequest>,
     ) -> Result<Response<pb::BootstrapResponse>, Status> {
         self.authorize(&request, Call::Bootstrap)?;
-        let ((), metadata) = self.change(&request, |world, at| calls::bootstrap(world, at))?;
+        let release = self.sim.kube_binaries.as_ref().map(|b| b.version.as_str());
+        let message = request.get_ref();
+        let (recover, skip_hash_check) = (message.recover_etcd, message.recover_skip_hash_check);
+        let ((), metadata) = self.change(&request, |world, at| {
+            if recover {
+                etcd_recover::bootstrap(world, at, skip_hash_check, release)
+            } else {
+                calls::bootstrap(world, at)
+            }
+        })?;
         Ok(Response::new(pb::BootstrapResponse {
             messages: vec![pb::BootstrapResult { metadata }],
         }))
@@ -247,6 +265,39 @@ impl MachineService for MachineApi {
         }))
     }
 
+    async fn etcd_recover(
+        &self,
+        request: Request<tonic::Streaming<pb::Data>>,
+    ) -> Result<Response<pb::EtcdRecoverResponse>, Status> {
+        self.etcd_recover_upload(request).await
+    }
+
+    type EtcdSnapshotStream = DataStream;
+
+    async fn etcd_snapshot(
+        &self,
+        request: Request<pb::EtcdSnapshotRequest>,
+    ) -> Result<Response<Self::EtcdSnapshotStream>, Status> {
+        self.authorize(&request, Call::EtcdSnapshot)?;
+        let release = self.sim.kube_binaries.as_ref().map(|b| b.version.as_str());
+        let (source, metadata) = {
+            let mut world = self.world();
+            let (at, metadata) = self.target(&world, &request)?;
+            let now = world.now;
+            let source =
+                etcd_snapshot::source(&mut world, at, release, now).map_err(snapshot_status)?;
+            (source, metadata)
+        };
+        let snapshot = etcd_snapshot::take(&self.sim.control_planes, source)
+            .await
+            .map_err(snapshot_status)?;
+        Ok(Response::new(in_chunks(
+            &snapshot,
+            SNAPSHOT_CHUNK,
+            metadata,
+        )))
+    }
+
     async fn kubeconfig(
         &self,
         request: Request<()>,
@@ -263,7 +314,7 @@ impl MachineService for MachineApi {
         let archive = kubeconfig::render(&source)
             .and_then(|text| kubeconfig::archive(&text))
             .map_err(|e| Status::internal(e.to_string()))?;
-        Ok(Response::new(in_chunks(&archive, metadata)))
+        Ok(Response::new(in_chunks(&archive, CHUNK, metadata)))
     }
 
     type ReadStream = DataStream;
@@ -276,7 +327,7 @@ impl MachineService for MachineApi {
         let world = self.world();
         let (at, metadata) = self.target(&world, &request)?;
         let bytes = calls::read_file(&world, at, &request.get_ref().path).map_err(status)?;
-        Ok(Response::new(in_chunks(&bytes, metadata)))
+        Ok(Response::new(in_chunks(&bytes, CHUNK, metadata)))
     }
 
     async fn reboot(
@@ -389,10 +440,11 @@ impl MachineService for MachineApi {
     }
 }
 
-/// A byte stream as Talos sends it: chunks, each with the answering node.
-fn in_chunks(bytes: &[u8], metadata: Option<pb::Metadata>) -> DataStream {
+/// A byte stream as Talos sends it: chunks of `size` bytes, each with the
+/// answering node.
+fn in_chunks(bytes: &[u8], size: usize, metadata: Option<pb::Metadata>) -> DataStream {
     let chunks: Vec<Result<pb::Data, Status>> = bytes
-        .chunks(CHUNK)
+        .chunks(size)
         .map(|chunk| {
             Ok(pb::Data {
                 metadata: metadata.clone(),

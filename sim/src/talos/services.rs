@@ -4,7 +4,8 @@
 //! worker, an API server at the control-plane endpoint to register with
 //! (once registered, kubelet keeps running while that API server is away),
 //! and etcd has an address to advertise (from `advertisedSubnets`) and
-//! has formed. A service that waits says why, as Talos' service events do.
+//! has formed. A service that waits says why, as Talos' service events do;
+//! etcd is Failed after a recovery that failed (`etcd_recover`).
 
 use super::cluster::{self, Clusters};
 use super::config::MachineConfig;
@@ -158,7 +159,19 @@ pub fn of_node(
     let mut services = vec![ServiceStatus::running("apid"), kubelet];
     if config.is_control_plane() {
         let advertised = config.subnets.etcd_address(&addresses);
+        let failed = node
+            .disk
+            .etcd
+            .spoiled
+            .as_ref()
+            .or(node.run.etcd_failed.as_ref());
         let etcd = match (&egress, &node.disk.etcd.member, advertised) {
+            _ if failed.is_some() => ServiceStatus {
+                id: "etcd",
+                state: "Failed",
+                healthy: false,
+                message: failed.cloned().unwrap_or_default(),
+            },
             (Err(_), _, _) | (Ok(_), Some(_), _) => pulls("etcd"),
             (Ok(_), None, None) => waiting(
                 "etcd",

@@ -35,11 +35,16 @@ pub fn worker() -> SampleNode {
 
 impl Lab {
     pub fn new() -> Self {
+        Self::starting_at(Timestamp::from_millis(1_800_000_000_000))
+    }
+
+    /// A lab whose clock starts at `now` (a lab some time before the wall
+    /// clock can be handed to code that reads the wall clock).
+    pub fn starting_at(now: Timestamp) -> Self {
         let mut world = World::new(WorldConfig {
             durations: Durations::new(Profile::Fast),
             ..WorldConfig::default()
         });
-        let now = Timestamp::from_millis(1_800_000_000_000);
         seed::system_images(&mut world);
         seed::hct_project(&mut world, now).unwrap();
         let network = *world.networks.keys().next().unwrap();

@@ -10,6 +10,8 @@
 //!   quorum, as the plan shows them.
 //! - `resource`: plan, apply, read (drift), import; `destroy`: the whole
 //!   cluster.
+//! - `etcd_backup`: where the etcd snapshot before a risky change goes,
+//!   and the plan's refusal when nowhere.
 //! - `credentials`: `kubernetes_admin`, the kubeconfig taken apart.
 //! - `load_balancer`: `api_load_balancer_id`, the endpoint's load balancer
 //!   as refresh found it and apply made it.
@@ -21,6 +23,7 @@
 mod addons;
 mod credentials;
 mod destroy;
+mod etcd_backup;
 mod kubernetes;
 mod load_balancer;
 pub(crate) mod model;

@@ -75,6 +75,7 @@ pub fn validate(config: &Value) -> Diagnostics {
     ));
     found.extend(validate_manifests(config.get("bootstrap_manifests")));
     found.extend(super::addons::validate_token(config));
+    found.extend(super::etcd_backup::validate(config));
     found.extend(timeouts::validate(config));
     found
 }

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use tracing::info;
 
 use super::credentials;
+use super::etcd_backup;
 use super::kubernetes;
 use super::load_balancer;
 use super::model::{self, attr, control_plane_attr};
@@ -124,6 +125,7 @@ impl GroupKind for Cluster {
             ] {
                 set(planned, name, Value::Unknown);
             }
+            etcd_backup::plan(prior, planned, NODES, &mut plan.diagnostics);
             if !parallel {
                 set(planned, "worker_join", Value::Unknown);
             }
@@ -190,6 +192,7 @@ impl GroupKind for Cluster {
             &mut plan.diagnostics,
         );
         set(planned, NODES, nodes);
+        etcd_backup::plan(prior, planned, NODES, &mut plan.diagnostics);
         plan_client_configs(prior, planned);
         // After the settings: an unknown id would make them unknown.
         load_balancer::plan(&network_plan, prior, planned);
@@ -263,8 +266,11 @@ impl GroupKind for Cluster {
             CONTROL_PLANE_GROUP,
             settings.plan.control_plane(),
         );
+        let mut spec = model::control_plane_group(state);
+        spec.snapshots = etcd_backup::rule(state)?;
+        spec.restore_from = etcd_backup::restore_from(state);
         Ok(Prepared {
-            spec: model::control_plane_group(state),
+            spec,
             settings,
             slots,
             paths: model::paths(),
@@ -282,6 +288,7 @@ impl GroupKind for Cluster {
             outcome.diagnostics.push(d);
         }
         load_balancer::record(state, outcome.api_load_balancer_id);
+        etcd_backup::record(prior, state, outcome.snapshot_taken.as_ref());
         kubernetes::finish(ctx, prior, state, &prepared.settings, outcome).await;
     }
 

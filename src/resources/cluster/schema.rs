@@ -48,7 +48,7 @@ pub fn schema() -> Schema {
     let schema = settings_attributes(false)
         .into_iter()
         .fold(schema, Schema::attribute);
-    schema
+    let schema = schema
         .attribute(
         Attribute::nested(
             "control_plane",
@@ -175,6 +175,9 @@ pub fn schema() -> Schema {
         "Admin kubeconfig (`system:masters`, valid a year; a plan in its last 30 days issues it \
          again) for the private endpoint.",
     ))
-    .attribute(super::credentials::attribute())
-    .block(timeouts::block())
+    .attribute(super::credentials::attribute());
+    super::etcd_backup::attributes()
+        .into_iter()
+        .fold(schema, Schema::attribute)
+        .block(timeouts::block())
 }

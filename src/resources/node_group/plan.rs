@@ -4,6 +4,7 @@
 
 use crate::cluster::apply::Clients;
 use crate::cluster::budget::Budget;
+use crate::cluster::group::SnapshotRule;
 use crate::cluster::leftovers::{self, Found};
 use crate::cluster::settings::{ClusterSettings, Keys, NodeTraits, config_sha256};
 use crate::cluster::{ClusterError, GroupSpec, NodeRecord, NodeSlot, naming, preflight};
@@ -37,6 +38,8 @@ pub fn group_spec(
         server_labels: string_map(servers.get("server_labels")),
         traits,
         budget: Budget::ONE,
+        snapshots: SnapshotRule::NotNeeded,
+        restore_from: None,
     }
 }
 

@@ -10,7 +10,7 @@ use hyper_util::rt::TokioIo;
 use tokio_rustls::TlsConnector;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Request, Status, Streaming};
+use tonic::{Code, Request, Status};
 
 pub use super::answers::{Applied, Bootstrapped, EtcdMember, Service};
 use super::error::TalosError;
@@ -76,7 +76,7 @@ pub enum Probe {
 /// A connected client of one node.
 pub struct TalosClient {
     pub(super) node: String,
-    inner: MachineServiceClient<Channel>,
+    pub(super) inner: MachineServiceClient<Channel>,
     /// The connection, for the COSI state API beside the machine API.
     pub(super) channel: Channel,
     /// Sent as the `node` metadata: apid forwards the call to that node.
@@ -233,7 +233,7 @@ impl TalosClient {
             .into_iter()
             .next()
             .ok_or_else(|| self.protocol("ApplyConfiguration", "empty answer"))?;
-        self.check_metadata("ApplyConfiguration", result.metadata.as_ref())?;
+        metadata_error(&self.node, "ApplyConfiguration", result.metadata.as_ref())?;
         Ok(Applied {
             mode: Mode::try_from(result.mode)
                 .map(|m| m.as_str_name().to_string())
@@ -245,8 +245,18 @@ impl TalosClient {
 
     /// Bootstraps etcd on this control-plane node. Done already is success.
     pub async fn bootstrap(&mut self) -> Result<Bootstrapped, TalosError> {
+        self.send_bootstrap(false).await
+    }
+
+    /// Bootstraps etcd from the snapshot uploaded with
+    /// [`TalosClient::etcd_recover`], its hash checked by Talos too.
+    pub async fn bootstrap_recovering(&mut self) -> Result<Bootstrapped, TalosError> {
+        self.send_bootstrap(true).await
+    }
+
+    async fn send_bootstrap(&mut self, recover_etcd: bool) -> Result<Bootstrapped, TalosError> {
         let request = pb::BootstrapRequest {
-            recover_etcd: false,
+            recover_etcd,
             recover_skip_hash_check: false,
         };
         match self.inner.bootstrap(self.request(request)).await {
@@ -272,7 +282,7 @@ impl TalosClient {
             .await
             .map_err(|s| self.rejected("Kubeconfig", s))?
             .into_inner();
-        let archive = self.collect("Kubeconfig", stream).await?;
+        let archive = self.data_stream("Kubeconfig", stream).collect().await?;
         let mut entries = tar::Archive::new(flate2::read::GzDecoder::new(archive.as_slice()));
         let mut files = entries
             .entries()
@@ -304,21 +314,7 @@ impl TalosClient {
             .await
             .map_err(|s| self.rejected("Read", s))?
             .into_inner();
-        self.collect("Read", stream).await
-    }
-
-    /// The bytes of a streamed answer, chunk after chunk.
-    async fn collect(
-        &self,
-        call: &'static str,
-        mut stream: Streaming<pb::Data>,
-    ) -> Result<Vec<u8>, TalosError> {
-        let mut bytes = Vec::new();
-        while let Some(chunk) = stream.message().await.map_err(|s| self.rejected(call, s))? {
-            self.check_metadata(call, chunk.metadata.as_ref())?;
-            bytes.extend_from_slice(&chunk.bytes);
-        }
-        Ok(bytes)
+        self.data_stream("Read", stream).collect().await
     }
 
     pub async fn etcd_members(&mut self) -> Result<Vec<EtcdMember>, TalosError> {
@@ -404,26 +400,26 @@ impl TalosClient {
             reason: reason.to_string(),
         }
     }
+}
 
-    /// apid reports a proxied node's failure in the answer's metadata.
-    fn check_metadata(
-        &self,
-        call: &'static str,
-        metadata: Option<&pb::Metadata>,
-    ) -> Result<(), TalosError> {
-        match metadata {
-            Some(m) if !m.error.is_empty() => Err(TalosError::Rejected {
-                node: self.node.clone(),
-                call,
-                code: "proxied".into(),
-                message: m.error.clone(),
-            }),
-            _ => Ok(()),
-        }
+/// apid reports a proxied node's failure in the answer's metadata.
+pub(super) fn metadata_error(
+    node: &str,
+    call: &'static str,
+    metadata: Option<&pb::Metadata>,
+) -> Result<(), TalosError> {
+    match metadata {
+        Some(m) if !m.error.is_empty() => Err(TalosError::Rejected {
+            node: node.to_string(),
+            call,
+            code: "proxied".into(),
+            message: m.error.clone(),
+        }),
+        _ => Ok(()),
     }
 }
 
-fn classify_status(node: &str, call: &'static str, status: Status) -> TalosError {
+pub(super) fn classify_status(node: &str, call: &'static str, status: Status) -> TalosError {
     let node = node.to_string();
     let message = status.message().to_string();
     match status.code() {

@@ -1,12 +1,14 @@
 //! A client of the Talos machine API (apid): maintenance-mode and mTLS
 //! connections, dialing through a SOCKS5 proxy, and the calls hct needs to
 //! bring nodes from first boot to a bootstrapped cluster (`client`), and to
-//! read the bootstrap manifests a control plane renders (`manifests`).
+//! read the bootstrap manifests a control plane renders (`manifests`);
+//! answers that come in chunks, etcd snapshots among them (`stream`).
 
 mod answers;
 mod client;
 pub mod error;
 mod manifests;
+mod stream;
 pub mod tls;
 
 pub use client::{
@@ -15,6 +17,7 @@ pub use client::{
 };
 pub use error::TalosError;
 pub use manifests::{MANIFEST_NAMESPACE, MANIFEST_TYPE, RenderedManifest};
+pub use stream::DataStream;
 pub use tls::{AdminCredentials, Trust};
 
 /// Code generated at build time from `proto/talos_machine.proto`, and in

@@ -31,7 +31,10 @@ use hct_sim::{FaultSpec, SimHandle};
 use peers::talos_check::{Config, assert_clean, check};
 use serde_json::json;
 use support::Workspace;
-use support::reference::{pools, pools_labelled, resource_values, state_attribute, workspace};
+use support::reference::{
+    assert_etcd_snapshot, pools, pools_labelled, resource_values, snapshots, state_attribute,
+    workspace,
+};
 use support::sim::{cluster_servers, releases, server_ids};
 use support::timeline::{out_of_service_at_once, talos_starts, talos_timeline};
 use support::{apply_with_provider_log, plan_exit_code, unwrapped};

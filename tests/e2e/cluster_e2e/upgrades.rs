@@ -9,9 +9,11 @@ use super::*;
 /// in-place update; afterwards every node on `to`, the same servers, the
 /// same Kubernetes version; one node at a time in each group, the control
 /// plane first (Terraform applies the two pools side by side), seen both in
-/// hct's log and in the sim's own timeline of its nodes.
+/// hct's log and in the sim's own timeline of its nodes. Before any node
+/// goes down, an etcd snapshot is written, encrypted, and named in state.
 fn upgrade_in_place(sim: &SimHandle, ws: &Workspace, upgrade: &[&str], to: &str) {
     let kubernetes = state_attribute(ws, "hct_cluster.this", "kubernetes_version");
+    let snapshots_before = snapshots(ws).len();
     let ids = server_ids(sim);
     let (code, out) = plan_exit_code(ws, upgrade);
     assert_eq!(code, 2, "{out}");
@@ -24,6 +26,23 @@ fn upgrade_in_place(sim: &SimHandle, ws: &Workspace, upgrade: &[&str], to: &str)
     let starts_before = talos_starts(sim);
     let log = apply_with_provider_log(ws, upgrade, "upgrade");
     let timeline = talos_timeline(&mut events);
+
+    let snapshots = snapshots(ws);
+    assert_eq!(snapshots.len(), snapshots_before + 1, "{snapshots:?}");
+    let (name, snapshot) = snapshots.last().expect("a snapshot");
+    assert!(
+        name.starts_with("noreturn-") && name.ends_with("-pre-change.etcd.age"),
+        "{name}"
+    );
+    assert_etcd_snapshot(snapshot);
+    let named = state_attribute(ws, "hct_cluster.this", "pre_change_snapshot");
+    assert!(
+        named.ends_with(&format!("etcd-snapshots/{name}")),
+        "{named}"
+    );
+    let written = log.find("etcd snapshot written").expect("logged");
+    let first_upgrade = log.find("upgrading Talos").expect("upgraded");
+    assert!(written < first_upgrade, "the snapshot comes first\n{log}");
 
     assert!(
         releases(sim).values().all(|r| r == to),
@@ -240,6 +259,19 @@ async fn talos_v1_12_upgrades_to_v1_13_in_place() {
         );
         // Kubernetes v1.35 is within Talos v1.13's range and stays.
         let upgrade = ["-var", "talos_version=v1.13.9"];
+        // With nowhere for the etcd snapshot, the upgrade is refused at plan.
+        let nowhere = [&upgrade[..], &["-var", "etcd_snapshot_recipients=null"]].concat();
+        let out = ws
+            .terraform(&[&["plan"], &nowhere[..]].concat())
+            .expect_failure("an upgrade without a snapshot");
+        let words = unwrapped(&out.stderr);
+        for said in [
+            "No place for the etcd snapshot before this change",
+            "their machine configs may change, and are known only at apply",
+            "skip_pre_change_snapshot = true",
+        ] {
+            assert!(words.contains(said), "{said}\n{out}");
+        }
         upgrade_in_place(&sim, &ws, &upgrade, "v1.13.9");
         // The nodes run the configs made for v1.13.
         let config = general_1_config(&sim, &ws);

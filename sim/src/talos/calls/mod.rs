@@ -96,12 +96,11 @@ pub enum CallError {
     BootstrapOnWorker,
     #[error("etcd data directory is not empty")]
     AlreadyBootstrapped,
-    #[error("member list is only available on control plane nodes")]
-    EtcdOnWorker,
+    /// A control plane's call on a worker, as Talos names it.
+    #[error("{0} is only available on control plane nodes")]
+    ControlPlaneOnly(&'static str),
     #[error("etcd is not running on this node yet")]
     EtcdNotRunning,
-    #[error("kubeconfig is only available on control plane nodes")]
-    KubeconfigOnWorker,
     #[error("the cluster is not bootstrapped yet: call Bootstrap first")]
     NotBootstrapped,
     #[error("invalid upgrade image: {0}")]
@@ -124,7 +123,7 @@ impl CallError {
             | Self::NoSuchPeer(_) => Code::Unavailable,
             Self::Maintenance(_) | Self::ModeInMaintenance(_) => Code::Unimplemented,
             Self::InvalidConfig(_) | Self::NotText | Self::InvalidImage(_) => Code::InvalidArgument,
-            Self::EtcdOnWorker | Self::KubeconfigOnWorker => Code::Unimplemented,
+            Self::ControlPlaneOnly(_) => Code::Unimplemented,
             Self::NeedsReboot { .. } | Self::BootstrapOnWorker => Code::FailedPrecondition,
             Self::AlreadyBootstrapped => Code::AlreadyExists,
             Self::NoSuchFile(_) => Code::NotFound,
@@ -148,7 +147,7 @@ pub(crate) fn node(world: &World, at: NodeRef) -> Result<(&Server, &TalosNode), 
     Ok((server, talos))
 }
 
-fn node_mut(world: &mut World, at: NodeRef) -> Result<&mut TalosNode, CallError> {
+pub(crate) fn node_mut(world: &mut World, at: NodeRef) -> Result<&mut TalosNode, CallError> {
     node(world, at)?;
     world
         .servers
@@ -353,18 +352,28 @@ fn kubernetes_images(config: &MachineConfig) -> [Option<String>; 4] {
 
 /// Talos' Bootstrap: refused only when this node's own etcd data is not
 /// empty. A control plane with empty data (new, or recreated) starts a new
-/// etcd cluster of its own, whatever the other control planes run.
+/// etcd cluster of its own, whatever the other control planes run
+/// (`recover_etcd`: `etcd_recover::bootstrap`).
 pub fn bootstrap(world: &mut World, at: NodeRef) -> Result<(), CallError> {
+    may_bootstrap(world, at)?;
+    let node = &mut node_mut(world, at)?.node;
+    node.disk.etcd.founder = true;
+    node.run.etcd_failed = None;
+    Ok(())
+}
+
+/// Talos' checks before a Bootstrap: a configured control plane whose etcd
+/// data directory is empty; its config.
+pub(crate) fn may_bootstrap(world: &World, at: NodeRef) -> Result<MachineConfig, CallError> {
     let (_, talos) = node(world, at)?;
     let config = configured(talos, "Bootstrap")?;
     if !config.is_control_plane() {
         return Err(CallError::BootstrapOnWorker);
     }
-    if !talos.node.disk.etcd.is_empty() {
+    if !talos.node.disk.etcd.data_dir_empty() {
         return Err(CallError::AlreadyBootstrapped);
     }
-    node_mut(world, at)?.node.disk.etcd.founder = true;
-    Ok(())
+    Ok(config)
 }
 
 /// The members of the etcd cluster this node's etcd belongs to.
@@ -372,7 +381,7 @@ pub fn etcd_members(world: &World, at: NodeRef) -> Result<Vec<EtcdMember>, CallE
     let (_, talos) = node(world, at)?;
     let config = configured(talos, "EtcdMemberList")?;
     if !config.is_control_plane() {
-        return Err(CallError::EtcdOnWorker);
+        return Err(CallError::ControlPlaneOnly("member list"));
     }
     let Some(member) = &talos.node.disk.etcd.member else {
         return Err(CallError::EtcdNotRunning);
@@ -390,7 +399,7 @@ pub fn kubeconfig_source(world: &World, at: NodeRef) -> Result<KubeconfigSource,
     let (_, talos) = node(world, at)?;
     let config = configured(talos, "Kubeconfig")?;
     if !config.is_control_plane() {
-        return Err(CallError::KubeconfigOnWorker);
+        return Err(CallError::ControlPlaneOnly("kubeconfig"));
     }
     if !Clusters::of(world).has_etcd(&config.cluster) {
         return Err(CallError::NotBootstrapped);
@@ -405,20 +414,16 @@ pub fn kubeconfig_source(world: &World, at: NodeRef) -> Result<KubeconfigSource,
 /// A file of the node. The emulation has one: the machine config the node
 /// runs, byte for byte as it was applied, comments and key order included.
 ///
-/// That is what Talos stores (read in siderolabs/talos for v1.11 to v1.13):
-/// `ApplyConfiguration` in
-/// `internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go` loads
-/// the request's bytes with `configloader.NewFromBytes`, which
-/// (`pkg/machinery/config/configloader/configloader.go`) keeps the source
-/// bytes in a read-only container (`container.NewReadonly`); the
-/// `PersistenceController` (`internal/app/machined/pkg/controllers/config/
-/// persistence.go`) writes `Provider().Bytes()` to the STATE partition, and
-/// `Bytes()` of a read-only container
-/// (`pkg/machinery/config/container/container.go`) returns those source
-/// bytes instead of re-encoding. A config from user data takes the same
-/// loader (`controllers/config/acquire.go`). Only a container built from
-/// changed documents (e.g. by a client-side `talosctl patch`, which then
-/// applies its own encoding) would be re-encoded.
+/// That is what Talos stores (siderolabs/talos, v1.11 to v1.13):
+/// `ApplyConfiguration` (`internal/app/machined/internal/server/v1alpha1/
+/// v1alpha1_server.go`) loads the request's bytes with
+/// `configloader.NewFromBytes`, which keeps them in a read-only container;
+/// the `PersistenceController` (`controllers/config/persistence.go`) writes
+/// `Provider().Bytes()` to the STATE partition, and a read-only container's
+/// `Bytes()` (`pkg/machinery/config/container/container.go`) returns those
+/// source bytes. A config from user data takes the same loader
+/// (`controllers/config/acquire.go`). Only a container built from changed
+/// documents (a client-side `talosctl patch`) would be re-encoded.
 pub fn read_file(world: &World, at: NodeRef, path: &str) -> Result<Vec<u8>, CallError> {
     let (_, talos) = node(world, at)?;
     let config = configured(talos, "Read")?;

@@ -178,11 +178,11 @@ fn bootstrap_is_refused_only_where_etcd_data_exists() {
     assert_eq!(again.code(), Code::AlreadyExists);
     assert!(matches!(
         kubeconfig_source(&lab.world, lab.at(w)),
-        Err(CallError::KubeconfigOnWorker)
+        Err(CallError::ControlPlaneOnly("kubeconfig"))
     ));
     assert!(matches!(
         etcd_members(&lab.world, lab.at(w)),
-        Err(CallError::EtcdOnWorker)
+        Err(CallError::ControlPlaneOnly("member list"))
     ));
 }
 

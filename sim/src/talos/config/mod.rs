@@ -162,7 +162,7 @@ pub enum ConfigError {
     #[error("{0} is not allowed on worker nodes: only control planes hold the CA keys")]
     KeyOnWorker(&'static str),
     #[error("etcd config is only allowed on control plane machines (cluster.etcd)")]
-    EtcdOnWorker,
+    ControlPlaneOnly,
     #[error("{field}: {reason}")]
     Invalid { field: String, reason: String },
     /// A rule of Talos for the config as a whole, in its words.
@@ -249,7 +249,7 @@ pub fn parse(text: &str, talos: Option<&TalosVersion>) -> Result<MachineConfig, 
     let bootstrap_token = Secret::new(required(cluster.token.as_ref(), "cluster.token")?);
     let kube = kubernetes(&machine, &cluster, &docs, control_plane)?;
     if !control_plane && cluster.etcd.as_ref().is_some_and(|e| !e.is_null()) {
-        return Err(ConfigError::EtcdOnWorker);
+        return Err(ConfigError::ControlPlaneOnly);
     }
     Ok(MachineConfig {
         machine_type,

@@ -84,7 +84,7 @@ fn keys_belong_on_control_planes_only() {
     );
     assert!(matches!(
         parse(&etcd_on_worker, None),
-        Err(ConfigError::EtcdOnWorker)
+        Err(ConfigError::ControlPlaneOnly)
     ));
 }
 

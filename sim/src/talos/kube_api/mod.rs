@@ -294,7 +294,8 @@ async fn pass_through(listener: TcpListener, sim: AppState, node: NodeRef, store
                         if let Err(why) = ready {
                             return debug!("kube-apiserver of {node:?} not ready: {why}");
                         }
-                        let Some(addr) = sim.control_planes.address(&store).await else {
+                        let endpoints = sim.control_planes.endpoints(&store).await;
+                        let Some(addr) = endpoints.map(|e| e.api) else {
                             return debug!("the real control plane {store} does not serve");
                         };
                         match TcpStream::connect(addr).await {

@@ -14,7 +14,8 @@
 //!
 //! - `spec`: which control planes should run, and with what;
 //! - `files` and `process`: their certificates and configuration files,
-//!   and the child processes;
+//!   and the child processes; `restore`: a recovering ring's etcd data,
+//!   from the snapshot uploaded for it (with etcdutl);
 //! - `start`: the order they start in and the wait for readiness;
 //! - `client`: requests to the real API server as a given user;
 //! - `kubelets`: the emulated kubelets (Nodes, leases, mirror pods and
@@ -23,6 +24,10 @@
 //!   `bootstrap`: Talos' bootstrap manifests;
 //! - `addons`: kubelet-csr-approver and Hetzner's cloud controller manager
 //!   as real processes, for the clusters that deploy them.
+//!
+//! [`Registry`] says where each ring's kube-apiserver and etcd listen once
+//! ready ([`Endpoints`]): port 6443 passes through to the one, Talos'
+//! EtcdSnapshot (`talos::etcd_snapshot`) reads the other.
 //!
 //! Not real here: one etcd member per ring (the membership Talos' API
 //! reports stays the emulated one) and kube-scheduler (no pod is
@@ -34,6 +39,7 @@ pub mod client;
 pub mod files;
 pub mod kubelets;
 pub mod process;
+pub mod restore;
 pub mod spec;
 pub mod start;
 pub mod tls_bootstrap;
@@ -55,6 +61,9 @@ pub struct KubeBinaries {
     /// for the clusters that deploy them (`addons`); None: not run.
     pub csr_approver: Option<PathBuf>,
     pub hcloud_ccm: Option<PathBuf>,
+    /// etcd's etcdutl, which restores a snapshot a recovering Bootstrap
+    /// starts etcd from (`restore`); None: such a ring fails.
+    pub etcdutl: Option<PathBuf>,
     /// `v1.37.2`: clusters configured for another release stay emulated.
     pub version: String,
     /// Where hct-sim makes its directory for their data, certificates and
@@ -65,9 +74,9 @@ pub struct KubeBinaries {
 impl KubeBinaries {
     /// The binaries named in `text`, `KEY=VALUE` lines as
     /// `scripts/ensure-peers` prints them (`ETCD`, `KUBE_APISERVER`,
-    /// `KUBE_CONTROLLER_MANAGER`, `KUBE_CONTROL_PLANE_VERSION`; `CSR_APPROVER`
-    /// and `HCLOUD_CCM` when built), working under the system's temporary
-    /// directory; Err names a missing line.
+    /// `KUBE_CONTROLLER_MANAGER`, `KUBE_CONTROL_PLANE_VERSION`; `ETCDUTL`,
+    /// `CSR_APPROVER` and `HCLOUD_CCM` when there), working under the
+    /// system's temporary directory; Err names a missing line.
     pub fn from_lines(text: &str) -> Result<Self, String> {
         let lines: BTreeMap<&str, &str> = text
             .lines()
@@ -86,6 +95,7 @@ impl KubeBinaries {
             kube_controller_manager: required("KUBE_CONTROLLER_MANAGER")?,
             csr_approver: lines.get("CSR_APPROVER").map(PathBuf::from),
             hcloud_ccm: lines.get("HCLOUD_CCM").map(PathBuf::from),
+            etcdutl: lines.get("ETCDUTL").map(PathBuf::from),
             version: format!("v{}", version.display().to_string().trim_start_matches('v')),
             work_dir: std::env::temp_dir(),
         })
@@ -128,8 +138,17 @@ impl Drop for WorkDir {
 pub enum Status {
     #[default]
     Starting,
-    Ready(SocketAddr),
+    Ready(Endpoints),
     Failed(String),
+}
+
+/// Where a ready ring's components listen, on loopback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoints {
+    /// kube-apiserver (HTTPS).
+    pub api: SocketAddr,
+    /// etcd's client URL (plaintext: gRPC and its JSON gateway).
+    pub etcd: SocketAddr,
 }
 
 /// The rings' control planes by store id (`kube_api::store::store_id`):
@@ -156,13 +175,13 @@ impl Registry {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The address of `store`'s kube-apiserver, once it serves; None if it
-    /// failed or does not start in time.
-    pub async fn address(&self, store: &str) -> Option<SocketAddr> {
+    /// Where `store`'s components listen, once they serve; None if they
+    /// failed, do not start in time, or the ring has none.
+    pub async fn endpoints(&self, store: &str) -> Option<Endpoints> {
         let deadline = tokio::time::Instant::now() + START_WAIT;
         loop {
             match self.get(store) {
-                Some(Status::Ready(addr)) => return Some(addr),
+                Some(Status::Ready(endpoints)) => return Some(endpoints),
                 Some(Status::Starting) if tokio::time::Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -210,8 +229,8 @@ impl Registry {
     }
 }
 
-/// How long a connection to a control plane that is starting waits for its
-/// kube-apiserver (a cold start takes some seconds on a busy machine).
+/// How long a connection to a control plane that is starting waits for it
+/// to serve (a cold start takes some seconds on a busy machine).
 const START_WAIT: Duration = Duration::from_secs(180);
 
 #[cfg(test)]
@@ -220,13 +239,15 @@ mod tests {
 
     #[test]
     fn binaries_come_from_the_lines_ensure_peers_prints() {
-        let text = "PEERS_CACHE=/c\nETCD=/c/etcd\nKUBE_APISERVER=/c/api\nKUBE_CONTROLLER_MANAGER=/c/kcm\n\
-                    KUBE_CONTROL_PLANE_VERSION=1.37.2\nCSR_APPROVER_SKIPPED=1\nHCLOUD_CCM=/c/ccm\n";
+        let text = "PEERS_CACHE=/c\nETCD=/c/etcd\nETCDUTL=/c/etcdutl\nKUBE_APISERVER=/c/api\n\
+                    KUBE_CONTROLLER_MANAGER=/c/kcm\nKUBE_CONTROL_PLANE_VERSION=1.37.2\n\
+                    CSR_APPROVER_SKIPPED=1\nHCLOUD_CCM=/c/ccm\n";
         let binaries = KubeBinaries::from_lines(text).unwrap();
         assert_eq!(binaries.version, "v1.37.2");
         assert_eq!(binaries.kube_apiserver, PathBuf::from("/c/api"));
         assert_eq!(binaries.csr_approver, None);
         assert_eq!(binaries.hcloud_ccm, Some(PathBuf::from("/c/ccm")));
+        assert_eq!(binaries.etcdutl, Some(PathBuf::from("/c/etcdutl")));
         let missing = KubeBinaries::from_lines("ETCD=/c/etcd\nKUBE_CONTROL_PLANE_VERSION=1.37.2\n");
         assert_eq!(missing.unwrap_err(), "no KUBE_APISERVER= line");
     }

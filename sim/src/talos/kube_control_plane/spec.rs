@@ -14,6 +14,7 @@ use crate::ids::Id;
 use crate::resources::servers::Server;
 use crate::state::World;
 use crate::talos::config::ClusterIdentity;
+use crate::talos::config::MachineConfig;
 use crate::talos::config::components::Settings;
 use crate::talos::kube_api::version::KubernetesVersion;
 use crate::talos::kube_api::{KubeApiSpec, store::store_id};
@@ -103,14 +104,19 @@ pub fn joined(nets: &[IpNet]) -> String {
         .join(",")
 }
 
+/// Whether a config's cluster runs real components of `release`.
+pub fn runs_real(config: &MachineConfig, release: &str) -> bool {
+    KubernetesVersion::of(config.kubernetes_version.as_deref(), &config.installs).git_version
+        == release
+}
+
 /// The store id of the real control plane `server`'s API server passes
 /// through to, if it is one of a real ring.
 pub fn store_of(server: &Server, release: &str) -> Option<String> {
     let talos = server.talos.as_ref()?;
     let config = talos.node.config()?;
     let ring = talos.node.disk.etcd.member.as_ref()?.ring;
-    let version = KubernetesVersion::of(config.kubernetes_version.as_deref(), &config.installs);
-    (version.git_version == release).then(|| store_id(&config.cluster, ring))
+    runs_real(config, release).then(|| store_id(&config.cluster, ring))
 }
 
 fn of_node(

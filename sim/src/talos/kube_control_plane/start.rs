@@ -1,4 +1,5 @@
-//! One ring's control plane from start to stop: its files, etcd, then
+//! One ring's control plane from start to stop: its files, etcd (its data
+//! first restored from a snapshot when its founder recovers, `restore`), then
 //! kube-apiserver (waited for until `/readyz` answers), then
 //! kube-controller-manager, each with the arguments Talos gives it and the
 //! config's `extraArgs` on top (except where they would listen: hct-sim
@@ -6,7 +7,8 @@
 //! is aborted, Talos' bootstrap manifests (until all exist, and again
 //! when they change), the emulated kubelets and the add-ons; a problem
 //! that lasts is logged once. The registry says Starting, Ready or Failed; a
-//! component that exits fails the whole (its log's end in the message).
+//! component that exits fails the whole (its log's end in the message), a
+//! restore that fails at once.
 //! Aborting the task kills the processes (they are dropped).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,8 +24,9 @@ use super::client::{Client, ClientError};
 use super::files::{self, FilesError, Layout};
 use super::kubelets::Kubelets;
 use super::process::{Component, ProcessError};
+use super::restore::{self, RestoreError};
 use super::spec::{ControlPlaneSpec, ServingNames, joined};
-use super::{KubeBinaries, Status};
+use super::{Endpoints, KubeBinaries, Status};
 use crate::app::AppState;
 use crate::clock::Timestamp;
 use crate::talos::cluster;
@@ -50,6 +53,8 @@ pub enum StartError {
     Client(#[from] ClientError),
     #[error(transparent)]
     Pki(#[from] PkiError),
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
     #[error("no free loopback port: {0}")]
     Port(std::io::Error),
     #[error("kube-apiserver did not become ready within {0:?}")]
@@ -76,7 +81,8 @@ pub async fn run(
         if started.elapsed() >= STABLE {
             attempt = 1;
         }
-        if attempt >= ATTEMPTS {
+        // A snapshot that does not restore would not the next time either.
+        if attempt >= ATTEMPTS || matches!(e, StartError::Restore(_)) {
             warn!(
                 cluster = spec.cluster_name,
                 "real control plane gives up: {e}"
@@ -101,6 +107,7 @@ async fn serve(
 ) -> Result<std::convert::Infallible, StartError> {
     let layout = Layout::of(&binaries.work_dir, &spec.store);
     let [etcd_client, etcd_peer, api_port] = free_ports()?;
+    restore::if_pending(sim, binaries, &spec.store, &layout, etcd_peer).await?;
     let base = format!("https://127.0.0.1:{api_port}");
     files::write(&layout, spec, &base)?;
     let mut etcd = Component::spawn(
@@ -143,7 +150,10 @@ async fn serve(
     );
     sim.control_planes.set(
         &spec.store,
-        Status::Ready(SocketAddr::from(([127, 0, 0, 1], api_port))),
+        Status::Ready(Endpoints {
+            api: SocketAddr::from(([127, 0, 0, 1], api_port)),
+            etcd: SocketAddr::from(([127, 0, 0, 1], etcd_client)),
+        }),
     );
     let mut kubelets = Kubelets::new(
         &base,
@@ -283,7 +293,7 @@ impl Said {
 }
 
 /// Loopback ports free now, all different (each held until all are found).
-fn free_ports<const N: usize>() -> Result<[u16; N], StartError> {
+pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], StartError> {
     let mut held = Vec::with_capacity(N);
     let mut ports = [0; N];
     for port in &mut ports {
@@ -294,7 +304,7 @@ fn free_ports<const N: usize>() -> Result<[u16; N], StartError> {
     Ok(ports)
 }
 
-fn etcd_args(layout: &Layout, client: u16, peer: u16) -> Vec<String> {
+pub(crate) fn etcd_args(layout: &Layout, client: u16, peer: u16) -> Vec<String> {
     let client = format!("http://127.0.0.1:{client}");
     let peer = format!("http://127.0.0.1:{peer}");
     vec![

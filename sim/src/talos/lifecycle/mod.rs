@@ -210,12 +210,16 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
     if node.disk.etcd.member.is_some() {
         return;
     }
-    // A founder starts a new etcd cluster. Any other control plane joins
-    // through a running member, some time after it came up configured, and
-    // only while that etcd has a quorum (etcd refuses to add a member
-    // otherwise).
-    let ring = if node.disk.etcd.founder {
-        Some(fastrand::u64(1..))
+    // A founder starts a new etcd cluster (a recovering one, that its
+    // Bootstrap chose). Any other control plane joins through a running
+    // member, some time after it came up configured, and only while that
+    // etcd has a quorum (etcd refuses to add a member otherwise). A failed
+    // etcd service joins nothing.
+    let recovered = node.disk.etcd.recovery.as_ref().map(|r| r.ring);
+    let ring = if node.run.etcd_failed.is_some() || node.disk.etcd.spoiled.is_some() {
+        None
+    } else if node.disk.etcd.founder {
+        Some(recovered.unwrap_or_else(|| fastrand::u64(1..)))
     } else {
         let join_after = world.config.durations.for_command("talos_etcd_join");
         clusters
@@ -237,6 +241,17 @@ fn run(talos: &mut TalosNode, server: &Server, world: &World, clusters: &Cluster
             ring,
         });
         node.departed = None;
+        // Restored (an emulated ring's store was, at Bootstrap): a real
+        // ring's etcd has yet to restore its snapshot.
+        if node
+            .disk
+            .etcd
+            .recovery
+            .as_ref()
+            .is_some_and(|r| r.real.is_none())
+        {
+            node.disk.etcd.recovery = None;
+        }
     }
 }
 

@@ -1,0 +1,127 @@
+//! etcd snapshots as hct keeps them: checked, encrypted to the user's age
+//! recipients, and written to the local directory the user named.
+//!
+//! - [`Recipients`]: the age recipients (`age1…`), parsed once.
+//! - [`SnapshotFile`]: a snapshot on its way to disk, chunk after chunk
+//!   as the Talos API streams it: etcd's SHA-256 at its end is checked, the
+//!   bytes are encrypted as they come, and the file appears under its name
+//!   only when whole (never a partial snapshot under a snapshot's name).
+//! - [`RestoreFrom`]: a snapshot read back for a restore, decrypted with an
+//!   age identity file and its hash checked.
+//! - [`snapshot_name`]: one grammar for the names.
+//!
+//! No I/O but the local file; no Terraform values.
+
+mod read;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+pub use read::RestoreFrom;
+pub use writer::SnapshotFile;
+
+/// What can go wrong with a snapshot on hct's side.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    #[error(
+        "{recipient:?} is not an age X25519 recipient ({reason}); expected `age1…`, as `age-keygen` prints it"
+    )]
+    Recipient {
+        recipient: String,
+        reason: &'static str,
+    },
+    #[error(
+        "no age recipient: a snapshot holds every Secret of the cluster and is never written unencrypted"
+    )]
+    NoRecipient,
+    #[error("writing the snapshot to {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the snapshot is cut short or damaged: {0}")]
+    Damaged(&'static str),
+    #[error("{path}: no age identity file ({reason}); expected `age-keygen`'s output")]
+    Identity { path: PathBuf, reason: String },
+    #[error("{path}: cannot be decrypted with the identity file: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
+}
+
+/// The age recipients snapshots are encrypted to.
+#[derive(Clone)]
+pub struct Recipients(Vec<age::x25519::Recipient>);
+
+impl Recipients {
+    /// Parses each recipient; Err names the first that is not one.
+    pub fn parse<S: AsRef<str>>(texts: &[S]) -> Result<Self, BackupError> {
+        if texts.is_empty() {
+            return Err(BackupError::NoRecipient);
+        }
+        texts
+            .iter()
+            .map(|text| {
+                let text = text.as_ref().trim();
+                age::x25519::Recipient::from_str(text).map_err(|reason| BackupError::Recipient {
+                    recipient: text.to_string(),
+                    reason,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Self)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &dyn age::Recipient> {
+        self.0.iter().map(|r| r as &dyn age::Recipient)
+    }
+}
+
+impl std::fmt::Debug for Recipients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|r| r.to_string()))
+            .finish()
+    }
+}
+
+/// A snapshot as written: where, and how many bytes of etcd's it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub path: PathBuf,
+    /// The snapshot's size before encryption (etcd's database and hash).
+    pub bytes: u64,
+}
+
+/// `<cluster>-<UTC time>-<why>.etcd.age`, e.g.
+/// `demo-20261207T045012Z-pre-change.etcd.age`: sorts by time per cluster.
+pub fn snapshot_name(cluster: &str, at: time::OffsetDateTime, why: &str) -> String {
+    let at = at.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{cluster}-{:04}{:02}{:02}T{:02}{:02}{:02}Z-{why}.etcd.age",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
+    )
+}
+
+/// The directory a snapshot goes to, made (owner-only) if missing.
+pub fn ensure_directory(dir: &Path) -> Result<(), BackupError> {
+    let io = |source| BackupError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(io)
+}
+
+#[cfg(test)]
+mod tests;

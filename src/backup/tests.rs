@@ -1,0 +1,130 @@
+use std::io::Read;
+
+use sha2::{Digest, Sha256};
+
+use super::*;
+
+fn with_hash(body: &[u8]) -> Vec<u8> {
+    let mut out = body.to_vec();
+    out.extend_from_slice(&Sha256::digest(body));
+    out
+}
+
+fn keys() -> (age::x25519::Identity, Recipients) {
+    let identity = age::x25519::Identity::generate();
+    let recipients = Recipients::parse(&[identity.to_public().to_string()]).unwrap();
+    (identity, recipients)
+}
+
+fn decrypt(identity: &age::x25519::Identity, path: &Path) -> Vec<u8> {
+    let file = std::fs::File::open(path).unwrap();
+    let decryptor = age::Decryptor::new(file).unwrap();
+    let mut reader = decryptor
+        .decrypt(std::iter::once(identity as &dyn age::Identity))
+        .unwrap();
+    let mut out = Vec::new();
+    reader.read_to_end(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn a_whole_snapshot_lands_encrypted_and_decrypts_to_what_etcd_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (identity, recipients) = keys();
+    let snapshot = with_hash(&[7u8; 100_000]);
+    let mut file = SnapshotFile::create(dir.path(), "c.etcd.age", &recipients).unwrap();
+    // Chunks that split the hash.
+    for chunk in snapshot.chunks(99_990) {
+        file.write(chunk).unwrap();
+    }
+    let stored = file.finish().unwrap();
+    assert_eq!(stored.path, dir.path().join("c.etcd.age"));
+    assert_eq!(stored.bytes, snapshot.len() as u64);
+    let on_disk = std::fs::read(&stored.path).unwrap();
+    assert!(on_disk.starts_with(b"age-encryption.org/v1\n"));
+    assert!(!on_disk.windows(64).any(|w| w == [7u8; 64]));
+    assert_eq!(decrypt(&identity, &stored.path), snapshot);
+    // Nothing else is left in the directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn a_damaged_or_short_snapshot_is_refused_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, recipients) = keys();
+    let mut damaged = with_hash(b"etcd database");
+    damaged[0] ^= 1;
+    for stream in [damaged, vec![1u8; 20], with_hash(b"")] {
+        let mut file = SnapshotFile::create(dir.path(), "c.etcd.age", &recipients).unwrap();
+        file.write(&stream).unwrap();
+        assert!(matches!(file.finish(), Err(BackupError::Damaged(_))));
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn recipients_are_age_x25519_ones() {
+    let (_, good) = keys();
+    assert_eq!(format!("{good:?}").matches("age1").count(), 1);
+    assert!(matches!(
+        Recipients::parse::<&str>(&[]),
+        Err(BackupError::NoRecipient)
+    ));
+    let bad = Recipients::parse(&["ssh-ed25519 AAAA"]).unwrap_err();
+    assert!(
+        bad.to_string()
+            .contains("\"ssh-ed25519 AAAA\" is not an age X25519 recipient")
+    );
+}
+
+#[test]
+fn names_sort_by_time_and_say_why() {
+    let at = time::OffsetDateTime::from_unix_timestamp(1_796_619_012).unwrap();
+    assert_eq!(
+        snapshot_name("demo", at, "pre-change"),
+        "demo-20261207T045012Z-pre-change.etcd.age"
+    );
+}
+
+#[test]
+fn a_snapshot_reads_back_with_an_identity_of_a_recipient_only() {
+    use age::secrecy::ExposeSecret;
+    let dir = tempfile::tempdir().unwrap();
+    let (identity, recipients) = keys();
+    let snapshot = with_hash(&[3u8; 5000]);
+    let mut file = SnapshotFile::create(dir.path(), "c.etcd.age", &recipients).unwrap();
+    file.write(&snapshot).unwrap();
+    let stored = file.finish().unwrap();
+    let key = dir.path().join("key.txt");
+    std::fs::write(
+        &key,
+        format!("# a comment\n{}\n", identity.to_string().expose_secret()),
+    )
+    .unwrap();
+    let from = |identity_file: &Path| RestoreFrom {
+        snapshot: stored.path.clone(),
+        identity_file: identity_file.to_path_buf(),
+    };
+    from(&key).check_readable().unwrap();
+    assert_eq!(from(&key).read().unwrap(), snapshot);
+
+    let other = dir.path().join("other.txt");
+    let stranger = age::x25519::Identity::generate();
+    std::fs::write(&other, stranger.to_string().expose_secret()).unwrap();
+    let refused = from(&other).check_readable().unwrap_err();
+    assert!(
+        matches!(refused, BackupError::Unreadable { .. }),
+        "{refused}"
+    );
+    let not_a_key = dir.path().join("not.txt");
+    std::fs::write(&not_a_key, "hello\n").unwrap();
+    assert!(matches!(
+        from(&not_a_key).read(),
+        Err(BackupError::Identity { .. })
+    ));
+    let missing = RestoreFrom {
+        snapshot: dir.path().join("missing"),
+        identity_file: key.clone(),
+    };
+    assert!(matches!(missing.read(), Err(BackupError::Io { .. })));
+}

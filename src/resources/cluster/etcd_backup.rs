@@ -1,0 +1,290 @@
+//! `etcd_backup`, `skip_pre_change_snapshot` and `pre_change_snapshot`:
+//! where the etcd snapshot before a risky change goes (the rule itself is
+//! the runbook's, `cluster::pre_change`). Here: the attributes, their
+//! checks, the typed rule, and the plan: a risky change with nowhere to
+//! put its snapshot is refused before anything is touched, and the
+//! snapshot's path is planned unknown whenever the apply may take one.
+//! `restore_from` too: the snapshot etcd starts from, checked at plan.
+
+use std::path::PathBuf;
+
+use crate::backup::{Recipients, RestoreFrom, Stored};
+use crate::cluster::NodeRecord;
+use crate::cluster::group::SnapshotRule;
+use crate::cluster::pre_change::{self, Planned, Risk};
+use crate::resources::node_group::nodes_from;
+use crate::resources::values::{set, string_list};
+use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Type, Value};
+
+pub const ATTRIBUTE: &str = "etcd_backup";
+pub const SKIP: &str = "skip_pre_change_snapshot";
+pub const TAKEN: &str = "pre_change_snapshot";
+pub const RESTORE: &str = "restore_from";
+
+pub fn attributes() -> Vec<Attribute> {
+    vec![
+        Attribute::nested(
+            ATTRIBUTE,
+            Mode::Optional,
+            Nesting::Single,
+            vec![
+                Attribute::required("local_directory", Type::String).description(
+                    "Where the snapshots go, relative to the directory Terraform runs in (made, \
+                     owner-only, if missing), e.g. `\"${path.root}/etcd-snapshots\"`. Each is \
+                     `<cluster>-<UTC time>-pre-change.etcd.age`; hct never deletes one.",
+                ),
+                Attribute::required("age_recipients", Type::list(Type::String)).description(
+                    "age X25519 recipients (`age1…`, from `age-keygen`); each snapshot is \
+                     encrypted to all of them. A snapshot holds every object of the cluster, \
+                     Secrets included: it is never written unencrypted. Keep an identity \
+                     somewhere other than beside the snapshots.",
+                ),
+            ],
+        )
+        .description(
+            "etcd snapshots: before a change that puts a running control plane at risk (a Talos \
+             or Kubernetes upgrade, any new control-plane machine config, a control plane \
+             leaving, a resize), hct takes a snapshot over the Talos API, checks etcd's hash of \
+             it, encrypts it and writes it here before it touches any node. Without this or \
+             `skip_pre_change_snapshot`, such a change is refused at plan (or at apply, when the \
+             plan cannot know the configs yet). See docs/guides/backup-and-restore.md.",
+        ),
+        Attribute::optional(SKIP, Type::Bool).description(
+            "`true`: make risky changes of the control plane without an etcd snapshot first \
+             (logged as a warning). Default false.",
+        ),
+        Attribute::computed(TAKEN, Type::String).description(
+            "The path of the last etcd snapshot taken before a change, as written; planned \
+             unknown when the apply may take one.",
+        ),
+        Attribute::nested(
+            RESTORE,
+            Mode::Optional,
+            Nesting::Single,
+            vec![
+                Attribute::required("snapshot", Type::String).description(
+                    "A snapshot hct wrote (`<cluster>-<time>-pre-change.etcd.age`), relative to \
+                     the directory Terraform runs in.",
+                ),
+                Attribute::required("age_identity_file", Type::String).description(
+                    "A file with the age identity of one of the snapshot's recipients \
+                     (`age-keygen`'s output). Only its path is in plan and state.",
+                ),
+            ],
+        )
+        .description(
+            "Start etcd from a snapshot instead of empty: used only where hct would otherwise \
+             bootstrap an empty etcd (a new cluster, e.g. with the old `machine_secrets`) or \
+             stop because the cluster's etcd is lost (every control-plane server gone). The \
+             snapshot is decrypted and etcd's hash checked, uploaded to the first control plane \
+             and bootstrapped from, as `talosctl bootstrap --recover-from` does; the others \
+             join it. Set on a cluster whose control planes exist, it is refused at plan; left \
+             set after the restore, it changes nothing. See docs/guides/backup-and-restore.md.",
+        ),
+    ]
+}
+
+fn recipients_path(index: usize) -> AttrPath {
+    AttrPath::attr(ATTRIBUTE)
+        .attr_of("age_recipients")
+        .index(index as i64)
+}
+
+/// Bad recipients and an empty directory, at their paths.
+pub fn validate(config: &Value) -> Diagnostics {
+    let mut found = Diagnostics::new();
+    let backup = config.get(ATTRIBUTE);
+    if let Some(dir) = backup.get("local_directory").as_str()
+        && dir.trim().is_empty()
+    {
+        found.push(
+            Diagnostic::error(
+                "Empty etcd_backup.local_directory",
+                "Name the directory the snapshots go to, e.g. \"${path.root}/etcd-snapshots\".",
+            )
+            .at(AttrPath::attr(ATTRIBUTE).attr_of("local_directory")),
+        );
+    }
+    if let Some(list) = backup.get("age_recipients").as_list() {
+        if list.is_empty() {
+            found.push(
+                Diagnostic::error(
+                    "No age recipient",
+                    "etcd_backup.age_recipients needs at least one `age1…` recipient: a \
+                     snapshot holds every Secret of the cluster and is never written \
+                     unencrypted. Make one with `age-keygen`.",
+                )
+                .at(AttrPath::attr(ATTRIBUTE).attr_of("age_recipients")),
+            );
+        }
+        for (index, item) in list.iter().enumerate() {
+            if let Some(text) = item.as_str()
+                && let Err(e) = Recipients::parse(&[text])
+            {
+                found.push(
+                    Diagnostic::error("Invalid age recipient", format!("{e}."))
+                        .at(recipients_path(index)),
+                );
+            }
+        }
+    }
+    found
+}
+
+/// The typed rule for the control plane's apply.
+pub fn rule(value: &Value) -> Result<SnapshotRule, Diagnostic> {
+    let backup = value.get(ATTRIBUTE);
+    if backup.is_null() {
+        return Ok(if value.get(SKIP).as_bool() == Some(true) {
+            SnapshotRule::Skip
+        } else {
+            SnapshotRule::Refuse
+        });
+    }
+    let recipients =
+        Recipients::parse(&string_list(backup.get("age_recipients"))).map_err(|e| {
+            Diagnostic::error("Invalid age recipient", format!("{e}."))
+                .at(AttrPath::attr(ATTRIBUTE).attr_of("age_recipients"))
+        })?;
+    Ok(SnapshotRule::Store {
+        directory: PathBuf::from(backup.get("local_directory").as_str().unwrap_or_default()),
+        recipients,
+    })
+}
+
+/// What the plan says of a change of a cluster that exists: refused when
+/// risky with nowhere for its snapshot, and `pre_change_snapshot` unknown
+/// when the apply may take one.
+pub fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut Diagnostics) {
+    plan_restore(prior, planned, nodes, diagnostics);
+    let kept = if prior.is_null() {
+        Value::Null
+    } else {
+        prior.get(TAKEN).clone()
+    };
+    set(planned, TAKEN, kept);
+    if prior.is_null() {
+        return;
+    }
+    let recorded: Vec<NodeRecord> = nodes_from(prior.get(nodes));
+    // Unknown nodes (the network plan is known only at apply): the same
+    // nodes, their configs unknown.
+    let planned_nodes: Vec<(String, Option<String>)> = match planned.get(nodes).as_list() {
+        Some(list) => list
+            .iter()
+            .filter_map(|n| {
+                Some((
+                    n.get("name").as_str()?.to_string(),
+                    n.get("config_sha256").as_str().map(str::to_string),
+                ))
+            })
+            .collect(),
+        None => recorded.iter().map(|n| (n.name.clone(), None)).collect(),
+    };
+    let as_planned: Vec<Planned> = planned_nodes
+        .iter()
+        .map(|(name, sha)| Planned {
+            name,
+            sha256: sha.as_deref(),
+        })
+        .collect();
+    let server_type = |v: &Value| v.get("control_plane").get("server_type").clone();
+    let resizing = server_type(prior) != server_type(planned);
+    let risk = pre_change::at_risk(&recorded, &as_planned, resizing);
+    match (rule(planned), risk) {
+        (_, Risk::None) | (Ok(SnapshotRule::Skip | SnapshotRule::NotNeeded), _) => {}
+        (Ok(SnapshotRule::Refuse), risk) => {
+            // Configs known only at apply (in the parallel form, any change
+            // of hct_cluster_secrets) nearly always change: refused now
+            // rather than after the pools' and images' changes are made.
+            let mut reasons = match risk {
+                Risk::Risky(changes) => pre_change::in_words(&changes),
+                _ => vec![
+                    "their machine configs may change, and are known only at apply".to_string(),
+                ],
+            };
+            reasons.extend(upgrades(prior, planned));
+            diagnostics.push(
+                pre_change::refusal(&reasons)
+                    .to_diagnostic()
+                    .at(AttrPath::attr(ATTRIBUTE)),
+            );
+        }
+        (Ok(SnapshotRule::Store { .. }) | Err(_), _) => set(planned, TAKEN, Value::Unknown),
+    }
+}
+
+/// What state names after an apply: the snapshot it took, else the one
+/// named before.
+pub fn record(prior: &Value, state: &mut Value, taken: Option<&Stored>) {
+    let path = match taken {
+        Some(stored) => Value::from(stored.path.display().to_string()),
+        None if prior.is_null() => Value::Null,
+        None => prior.get(TAKEN).clone(),
+    };
+    set(state, TAKEN, path);
+}
+
+/// `restore_from`, typed.
+pub fn restore_from(value: &Value) -> Option<RestoreFrom> {
+    let restore = value.get(RESTORE);
+    Some(RestoreFrom {
+        snapshot: PathBuf::from(restore.get("snapshot").as_str()?),
+        identity_file: PathBuf::from(restore.get("age_identity_file").as_str()?),
+    })
+}
+
+/// A new `restore_from`: the snapshot must open with the identity, and no
+/// control plane of the cluster may be left (a restore is for a cluster
+/// whose etcd is gone, never over a running one).
+fn plan_restore(prior: &Value, planned: &Value, nodes: &str, diagnostics: &mut Diagnostics) {
+    let Some(from) = restore_from(planned) else {
+        return;
+    };
+    if restore_from(prior).as_ref() == Some(&from) {
+        return;
+    }
+    if let Err(e) = from.check_readable() {
+        diagnostics.push(
+            Diagnostic::error("Cannot open the snapshot to restore", format!("{e}."))
+                .at(AttrPath::attr(RESTORE).attr_of("snapshot")),
+        );
+    }
+    let left: Vec<String> = nodes_from(prior.get(nodes))
+        .into_iter()
+        .map(|n| n.name)
+        .collect();
+    if !left.is_empty() {
+        diagnostics.push(
+            Diagnostic::error(
+                "restore_from on a cluster whose control planes exist",
+                format!(
+                    "These control planes exist: {}. A restore starts etcd anew from the \
+                     snapshot, and hct does it only where no control plane is left (the \
+                     cluster's etcd is lost) or on a new cluster, never over a running etcd. \
+                     Remove restore_from; to roll the cluster back to the snapshot, delete every \
+                     control-plane server first (`hcloud server delete …`), then apply with it.",
+                    left.join(", ")
+                ),
+            )
+            .at(AttrPath::attr(RESTORE)),
+        );
+    }
+}
+
+/// The releases that change, in words, for the refusal.
+fn upgrades(prior: &Value, planned: &Value) -> Vec<String> {
+    [
+        ("talos_version", "Talos"),
+        ("kubernetes_version", "Kubernetes"),
+    ]
+    .into_iter()
+    .filter_map(|(name, what)| {
+        let (from, to) = (prior.get(name).as_str()?, planned.get(name).as_str()?);
+        (from != to).then(|| format!("a {what} upgrade from {from} to {to}"))
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,184 @@
+use super::*;
+
+const RECIPIENT: &str = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p";
+
+fn node(name: &str, sha: Value) -> Value {
+    Value::object([
+        ("name", Value::from(name)),
+        ("server_id", Value::from(1)),
+        ("ip", Value::from("10.0.1.2")),
+        ("config_sha256", sha),
+    ])
+}
+
+fn cluster(talos: &str, sha: Value, taken: Value) -> Value {
+    Value::object([
+        ("talos_version", Value::from(talos)),
+        (
+            "control_plane",
+            Value::object([("server_type", Value::from("cx23"))]),
+        ),
+        ("nodes", Value::List(vec![node("c-cp-1", sha)])),
+        (TAKEN, taken),
+        (ATTRIBUTE, Value::Null),
+        (SKIP, Value::Null),
+    ])
+}
+
+fn backup(recipients: Vec<Value>) -> Value {
+    Value::object([
+        ("local_directory", Value::from("snapshots")),
+        ("age_recipients", Value::List(recipients)),
+    ])
+}
+
+fn planned(prior: &Value, mut planned: Value) -> (Value, Diagnostics) {
+    let mut found = Diagnostics::new();
+    plan(prior, &mut planned, "nodes", &mut found);
+    (planned, found)
+}
+
+#[test]
+fn an_upgrade_with_nowhere_for_its_snapshot_is_refused_at_plan_naming_both_ways_out() {
+    let prior = cluster("v1.14.0", Value::from("a"), Value::Null);
+    let (_, found) = planned(&prior, cluster("v1.14.1", Value::from("b"), Value::Null));
+    let error = found.iter().next().expect("refused");
+    assert!(error.is_error());
+    assert_eq!(error.path, Some(AttrPath::attr(ATTRIBUTE)));
+    for words in [
+        "c-cp-1 gets a new machine config",
+        "a Talos upgrade from v1.14.0 to v1.14.1",
+        "etcd_backup = {",
+        "skip_pre_change_snapshot = true",
+    ] {
+        assert!(error.detail.contains(words), "{words}: {}", error.detail);
+    }
+}
+
+#[test]
+fn the_skip_a_store_or_no_risk_let_the_plan_through() {
+    let prior = cluster("v1.14.0", Value::from("a"), Value::from("old.etcd.age"));
+    let mut skip = cluster("v1.14.1", Value::from("b"), Value::Null);
+    set(&mut skip, SKIP, Value::from(true));
+    let (skipped, found) = planned(&prior, skip);
+    assert!(found.is_empty());
+    assert_eq!(skipped.get(TAKEN), &Value::from("old.etcd.age"), "kept");
+
+    let mut store = cluster("v1.14.1", Value::from("b"), Value::Null);
+    set(&mut store, ATTRIBUTE, backup(vec![Value::from(RECIPIENT)]));
+    let (stored, found) = planned(&prior, store);
+    assert!(found.is_empty());
+    assert!(stored.get(TAKEN).is_unknown(), "the apply takes one");
+
+    let (same, found) = planned(&prior, cluster("v1.14.0", Value::from("a"), Value::Null));
+    assert!(found.is_empty());
+    assert_eq!(same.get(TAKEN), &Value::from("old.etcd.age"));
+    // Configs not known yet (the parallel form's worker_join changes):
+    // refused too, unless skipped or stored.
+    let (_, found) = planned(&prior, cluster("v1.14.0", Value::Unknown, Value::Null));
+    let error = found.iter().next().expect("refused");
+    assert!(
+        error
+            .detail
+            .contains("may change, and are known only at apply"),
+        "{}",
+        error.detail
+    );
+    // So are nodes not known yet (the network plan comes with worker_join).
+    let mut unknown = cluster("v1.14.0", Value::Null, Value::Null);
+    set(&mut unknown, "nodes", Value::Unknown);
+    let (_, found) = planned(&prior, unknown);
+    let error = found.iter().next().expect("refused");
+    assert!(!error.detail.contains("leaves"), "{}", error.detail);
+    // A new cluster has nothing at risk.
+    let (new, found) = planned(
+        &Value::Null,
+        cluster("v1.14.1", Value::from("b"), Value::Null),
+    );
+    assert!(found.is_empty() && new.get(TAKEN).is_null());
+}
+
+#[test]
+fn recipients_and_the_directory_are_checked_at_their_paths() {
+    let mut config = cluster("v1.14.0", Value::from("a"), Value::Null);
+    set(
+        &mut config,
+        ATTRIBUTE,
+        backup(vec![
+            Value::from(RECIPIENT),
+            Value::from("age1nope"),
+            Value::Unknown,
+        ]),
+    );
+    let found = validate(&config);
+    let paths: Vec<String> = found
+        .iter()
+        .map(|d| d.path.as_ref().unwrap().to_string())
+        .collect();
+    assert_eq!(paths, ["etcd_backup.age_recipients[1]"]);
+    assert!(rule(&config).is_err());
+
+    set(&mut config, ATTRIBUTE, backup(vec![]));
+    let found = validate(&config);
+    assert_eq!(found.iter().next().unwrap().summary, "No age recipient");
+
+    set(&mut config, ATTRIBUTE, backup(vec![Value::from(RECIPIENT)]));
+    assert!(validate(&config).is_empty());
+    assert!(matches!(
+        rule(&config),
+        Ok(SnapshotRule::Store { directory, .. }) if directory == std::path::Path::new("snapshots")
+    ));
+}
+
+#[test]
+fn state_names_the_snapshot_taken_else_the_one_before() {
+    let prior = cluster("v1.14.0", Value::from("a"), Value::from("old.etcd.age"));
+    let mut state = prior.clone();
+    record(&prior, &mut state, None);
+    assert_eq!(state.get(TAKEN), &Value::from("old.etcd.age"));
+    let stored = Stored {
+        path: PathBuf::from("snapshots/new.etcd.age"),
+        bytes: 10,
+    };
+    record(&prior, &mut state, Some(&stored));
+    assert_eq!(state.get(TAKEN), &Value::from("snapshots/new.etcd.age"));
+}
+
+#[test]
+fn restore_from_is_refused_where_control_planes_exist_and_checked_when_new() {
+    let restore = |snapshot: &str| {
+        Value::object([
+            ("snapshot", Value::from(snapshot)),
+            ("age_identity_file", Value::from("/nonexistent/key.txt")),
+        ])
+    };
+    let mut live = cluster("v1.14.0", Value::from("a"), Value::Null);
+    set(&mut live, RESTORE, Value::Null);
+    let mut asked = live.clone();
+    set(&mut asked, RESTORE, restore("/nonexistent/a.etcd.age"));
+    let (_, found) = planned(&live, asked.clone());
+    let summaries: Vec<&str> = found.iter().map(|d| d.summary.as_str()).collect();
+    assert_eq!(
+        summaries,
+        [
+            "Cannot open the snapshot to restore",
+            "restore_from on a cluster whose control planes exist"
+        ]
+    );
+    let exists = found.iter().nth(1).unwrap();
+    assert!(
+        exists
+            .detail
+            .contains("These control planes exist: c-cp-1."),
+        "{}",
+        exists.detail
+    );
+    // Left set after the restore: nothing to say.
+    let (_, found) = planned(&asked, asked.clone());
+    assert!(found.is_empty());
+    // Every control plane gone: only the snapshot is checked.
+    let mut gone = live.clone();
+    set(&mut gone, "nodes", Value::List(vec![]));
+    let (_, found) = planned(&gone, asked);
+    assert_eq!(found.iter().count(), 1);
+}

@@ -1,0 +1,217 @@
+//! The etcd snapshot before a risky change, and a cluster restored from
+//! it, end to end: objects written through the kubeconfig, a change of the
+//! control planes' configs, and the snapshot hct wrote before it, decrypted
+//! with the test identity: the Talos API's stream (etcd's database, then
+//! its SHA-256), holding those objects. Then every control-plane server
+//! deleted, and an apply with `restore_from`: the objects read back, one
+//! etcd of three members, the pools' nodes Ready, and an empty plan. With hct-sim's real control plane (the Terraform pass) it is
+//! the real etcd's bbolt database; with the emulated API server (the
+//! OpenTofu pass) hct-sim's stand-in for one.
+
+use std::time::Duration;
+
+use crate::peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
+use crate::support;
+use crate::support::reference::{
+    CNI_MANIFEST, SNAPSHOT_IDENTITY, assert_etcd_snapshot, resource_values, snapshots,
+    state_attribute, workspace,
+};
+
+/// bbolt's magic, in each of a database's two meta pages (page 0 at 16).
+const BBOLT_MAGIC: [u8; 4] = 0xED0C_DAEDu32.to_le_bytes();
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_objects_first() {
+    let kubectl = kubectl();
+    let sim = support::sim::start_with_real_kubernetes().await;
+    let real = support::sim::real_kubernetes_wanted();
+    let ws = workspace(&sim);
+    let cni = |label: &str| {
+        let manifest = CNI_MANIFEST.replace(
+            "k8s-app: cilium\nspec:",
+            &format!("k8s-app: cilium\n    {label}\nspec:"),
+        );
+        serde_json::json!({ "cni_manifest": manifest }).to_string()
+    };
+    ws.write("cni.auto.tfvars.json", &cni("stage: one"));
+    tokio::task::block_in_place(|| {
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply");
+        assert!(
+            snapshots(&ws).is_empty(),
+            "nothing at risk in a new cluster"
+        );
+        let cluster = resource_values(&ws, "hct_cluster.this");
+        assert!(cluster["pre_change_snapshot"].is_null(), "none taken");
+        let dir = tempfile::tempdir().unwrap();
+        let path = kubeconfig_file(&ws.outputs(), &sim.proxy_url(), dir.path());
+        let probe = dir.path().join("probe.yaml");
+        std::fs::write(
+            &probe,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: backup-probe\n  namespace: default\ndata:\n  answer: \"42\"\n",
+        )
+        .unwrap();
+        succeeded(
+            "apply the probe",
+            run(
+                &kubectl,
+                dir.path(),
+                &path,
+                &["apply", "--server-side", "-f", probe.to_str().unwrap()],
+            ),
+        );
+
+        // A new manifest is a new config for every control plane.
+        ws.write("cni.auto.tfvars.json", &cni("stage: two"));
+        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply a new manifest");
+        let snapshot_calls: Vec<String> = sim.inspect(|w| {
+            w.talos_calls[calls_before..]
+                .iter()
+                .filter(|c| c.call == "EtcdSnapshot")
+                .map(|c| c.node.clone())
+                .collect()
+        });
+        assert_eq!(snapshot_calls.len(), 1, "{snapshot_calls:?}");
+        assert!(
+            snapshot_calls[0].starts_with("noreturn-cp-"),
+            "{snapshot_calls:?}"
+        );
+
+        let found = snapshots(&ws);
+        assert_eq!(found.len(), 1, "one snapshot");
+        let (name, snapshot) = &found[0];
+        assert_etcd_snapshot(snapshot);
+        let key = b"/registry/configmaps/default/backup-probe";
+        let holds = |needle: &[u8]| snapshot.windows(needle.len()).any(|w| w == needle);
+        if real {
+            assert_eq!(snapshot[16..20], BBOLT_MAGIC, "a bbolt database");
+            assert!(
+                holds(key),
+                "the ConfigMap's key is in the real etcd's snapshot"
+            );
+        } else {
+            assert!(
+                holds(b"backup-probe"),
+                "the ConfigMap is in the emulated store's"
+            );
+        }
+        let named = state_attribute(&ws, "hct_cluster.this", "pre_change_snapshot");
+        assert!(
+            named.ends_with(&format!("/etcd-snapshots/{name}")),
+            "{named}"
+        );
+        // Owner-only, and nothing but the snapshot in the directory.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let file = std::fs::metadata(ws.path().join("etcd-snapshots").join(name)).unwrap();
+            assert_eq!(file.permissions().mode() & 0o077, 0, "owner-only");
+        }
+
+        let (code, out) = support::plan_exit_code(&ws, &[]);
+        assert_eq!(code, 0, "{out}");
+
+        // Every control-plane server deleted: the cluster's etcd is gone.
+        let servers = support::sim::server_ids(&sim);
+        let client = support::sim::client(&sim);
+        tokio::runtime::Handle::current().block_on(async {
+            for n in 1..=3 {
+                let id = servers[&format!("noreturn-cp-{n}")];
+                if let Some(action) = client.delete_server(id).await.unwrap() {
+                    client
+                        .wait_for_actions(vec![action], "delete", Duration::from_secs(30))
+                        .await
+                        .unwrap();
+                }
+            }
+        });
+        ws.write("identity.txt", &format!("{SNAPSHOT_IDENTITY}\n"));
+        let restore = serde_json::json!({ "etcd_restore_from": {
+            "snapshot": format!("etcd-snapshots/{name}"),
+            "age_identity_file": "identity.txt",
+        }});
+        // Another key, not a recipient of the snapshot: refused at plan.
+        ws.write(
+            "wrong.txt",
+            "AGE-SECRET-KEY-1WNPZRML9YHKETSC4SFZK0FL34W93DDXMRDP58F5LYPC5NVJVASVQ74X5Y0\n",
+        );
+        let mut wrong = restore.clone();
+        wrong["etcd_restore_from"]["age_identity_file"] = "wrong.txt".into();
+        ws.write("restore.auto.tfvars.json", &wrong.to_string());
+        let out = ws.terraform(&["plan"]).expect_failure("a wrong identity");
+        let words = support::unwrapped(&out.stderr);
+        assert!(
+            words.contains("Cannot open the snapshot to restore"),
+            "{out}"
+        );
+
+        ws.write("restore.auto.tfvars.json", &restore.to_string());
+        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply restoring etcd");
+        let restored_on: Vec<(String, String)> = sim.inspect(|w| {
+            w.talos_calls[calls_before..]
+                .iter()
+                .filter(|c| c.call == "EtcdRecover" || c.call == "Bootstrap")
+                .map(|c| (c.call.clone(), c.node.clone()))
+                .collect()
+        });
+        assert_eq!(
+            restored_on,
+            [
+                ("EtcdRecover".to_string(), "noreturn-cp-1".to_string()),
+                ("Bootstrap".to_string(), "noreturn-cp-1".to_string())
+            ]
+        );
+        // The objects of before, through the new control planes.
+        let path = kubeconfig_file(&ws.outputs(), &sim.proxy_url(), dir.path());
+        let answer = succeeded(
+            "get the probe",
+            run(
+                &kubectl,
+                dir.path(),
+                &path,
+                &[
+                    "get",
+                    "configmap",
+                    "backup-probe",
+                    "-o",
+                    "jsonpath={.data.answer}",
+                ],
+            ),
+        );
+        assert_eq!(answer.trim(), "42");
+        let members: Vec<Vec<(String, bool)>> =
+            support::sim::etcd_rings(&sim).into_values().collect();
+        let three: Vec<(String, bool)> = (1..=3)
+            .map(|n| (format!("noreturn-cp-{n}"), true))
+            .collect();
+        assert_eq!(members, [three], "one etcd of three members");
+        // The pools' nodes are back: every node Ready.
+        support::eventually("9 Ready nodes", || {
+            let nodes: serde_json::Value = serde_json::from_str(&succeeded(
+                "get nodes",
+                run(&kubectl, dir.path(), &path, &["get", "nodes", "-o", "json"]),
+            ))
+            .unwrap();
+            let ready = nodes["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| {
+                    n["status"]["conditions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                })
+                .count();
+            (ready == 9).then_some(()).ok_or(ready)
+        });
+        let (code, out) = support::plan_exit_code(&ws, &[]);
+        assert_eq!(code, 0, "restore_from left set changes nothing\n{out}");
+    });
+    sim.shutdown().await.unwrap();
+}
