@@ -18,6 +18,16 @@ pub struct RestoreFrom {
 }
 
 impl RestoreFrom {
+    /// `sha256:<hex>` of the encrypted file: which snapshot this is, so
+    /// that one restored is never restored again.
+    pub fn fingerprint(&self) -> Result<String, BackupError> {
+        let bytes = std::fs::read(&self.snapshot).map_err(|source| BackupError::Io {
+            path: self.snapshot.clone(),
+            source,
+        })?;
+        Ok(format!("sha256:{:x}", Sha256::digest(&bytes)))
+    }
+
     /// Whether the identity file opens the snapshot (its header only:
     /// cheap enough for a plan).
     pub fn check_readable(&self) -> Result<(), BackupError> {

@@ -78,7 +78,9 @@ impl SnapshotFile {
         };
         let file = self.out.finish().map_err(io)?;
         file.as_file().sync_all().map_err(io)?;
-        file.persist(&self.path).map_err(|e| io(e.error))?;
+        // Never over another snapshot (names change once a second).
+        file.persist_noclobber(&self.path)
+            .map_err(|e| io(e.error))?;
         Ok(Stored {
             path: self.path,
             bytes: self.bytes,

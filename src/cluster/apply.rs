@@ -6,16 +6,13 @@
 //! load balancer, a pool's Ready wait; then what state must keep, also
 //! after a failure.
 
-use std::sync::OnceLock;
-
-use crate::backup::Stored;
 use crate::net::Proxy;
 
 use super::ClusterError;
 use super::bootstrap::EtcdRecord;
 use super::bring_up;
 use super::endpoint::{self, Endpoint};
-use super::group::{Group, GroupSpec};
+use super::group::{Group, GroupSpec, SnapshotLog};
 use super::preflight::{self, Paths, Target};
 use super::ready;
 use super::record::{NodeRecord, Recorder};
@@ -44,7 +41,7 @@ impl Clients {
         spec: &'a GroupSpec,
         deadline: &'a Deadline,
         recorder: &'a Recorder,
-        snapshot_taken: &'a OnceLock<Stored>,
+        snapshots: &'a SnapshotLog,
     ) -> Group<'a> {
         Group {
             settings,
@@ -54,7 +51,7 @@ impl Clients {
             trust: &self.trust,
             deadline,
             recorder,
-            snapshot_taken,
+            snapshots,
         }
     }
 }
@@ -88,8 +85,8 @@ pub struct Outcome {
     pub left_something: bool,
     /// What state records of etcd from now on.
     pub etcd: EtcdRecord,
-    /// The etcd snapshot taken before the change (`pre_change`).
-    pub snapshot_taken: Option<Stored>,
+    /// What the apply did with etcd snapshots.
+    pub snapshots: SnapshotLog,
     pub diagnostics: Diagnostics,
     /// The operation's deadline, for what the resource still waits on.
     pub deadline: Deadline,
@@ -116,14 +113,8 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     }
     let recorder = Recorder::new(&run.settings.cluster_name, &run.spec.group, run.prior_nodes);
     let deadline = run.deadline;
-    let snapshot_taken = OnceLock::new();
-    let group = clients.group(
-        run.settings,
-        run.spec,
-        &deadline,
-        &recorder,
-        &snapshot_taken,
-    );
+    let snapshots = SnapshotLog::default();
+    let group = clients.group(run.settings, run.spec, &deadline, &recorder, &snapshots);
     let mut api_load_balancer_id = None;
     let mut etcd = run.etcd;
     let outcome = async {
@@ -216,7 +207,7 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
         api_load_balancer_id,
         left_something,
         etcd,
-        snapshot_taken: snapshot_taken.into_inner(),
+        snapshots,
         diagnostics,
         deadline,
     })
@@ -232,8 +223,8 @@ pub async fn remove_all(
     deadline: &Deadline,
 ) -> Result<(), (Vec<NodeRecord>, ClusterError)> {
     let recorder = Recorder::new(&settings.cluster_name, &spec.group, prior_nodes);
-    let snapshot_taken = OnceLock::new();
-    let group = clients.group(settings, spec, deadline, &recorder, &snapshot_taken);
+    let snapshots = SnapshotLog::default();
+    let group = clients.group(settings, spec, deadline, &recorder, &snapshots);
     group
         .converge(&[])
         .await

@@ -78,14 +78,32 @@ pub(super) async fn once(
             info!("etcd was bootstrapped before; waiting for it, no bootstrap");
             Ok(EtcdRecord::Bootstrapped)
         }
-        // A new cluster of old secrets may start from a snapshot.
+        // A new cluster of old secrets may start from a snapshot, on new
+        // servers only: adopted ones may hold etcd data that is not up yet.
         (Seen::Nothing, EtcdRecord::NotYet) => {
             match &group.spec.restore_from {
+                Some(_) if may_survive => return Err(restore_refused(nodes)),
                 Some(from) => recover(group, first, from).await?,
-                None => send(group, first, None).await?,
+                None => {
+                    send(group, first, None).await?;
+                }
             }
             Ok(EtcdRecord::Bootstrapped)
         }
+    }
+}
+
+fn restore_refused(nodes: &[NodeRecord]) -> ClusterError {
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    ClusterError::Refused {
+        summary: "restore_from onto control planes of before this apply",
+        detail: format!(
+            "Control planes that existed before this apply ({}) may hold etcd data that is \
+             not running yet; hct restores a snapshot only onto new ones, never over etcd \
+             data. If their data is to go, delete their servers and apply again; otherwise \
+             remove restore_from and let their etcd come back.",
+            names.join(", ")
+        ),
     }
 }
 
@@ -140,6 +158,7 @@ async fn recover(
     node: &NodeRecord,
     from: &RestoreFrom,
 ) -> Result<(), ClusterError> {
+    let fingerprint = from.fingerprint().map_err(ClusterError::Restore)?;
     let snapshot = from.read().map_err(ClusterError::Restore)?;
     info!(
         node = %node.name,
@@ -147,17 +166,34 @@ async fn recover(
         bytes = snapshot.len(),
         "restoring etcd from the snapshot"
     );
-    send(group, node, Some(&snapshot)).await
+    match send(group, node, Some(&snapshot)).await? {
+        Bootstrapped::Now => {
+            let _ = group.snapshots.restored.set(fingerprint);
+            Ok(())
+        }
+        // Talos refused: the node's etcd data is not empty. Nothing was
+        // restored; its etcd is the one to keep.
+        Bootstrapped::Already => Err(ClusterError::Refused {
+            summary: "etcd data on the control plane to restore onto",
+            detail: format!(
+                "Talos answers that {} holds etcd data already: an earlier attempt of this \
+                 apply restored it (its answer lost), or the node held data before; hct \
+                 restores nothing over etcd data. Check the cluster's objects (kubectl), \
+                 remove restore_from and apply: the cluster goes on with that etcd.",
+                node.name
+            ),
+        }),
+    }
 }
 
 /// Sends the Bootstrap (after the snapshot to recover from, if any);
 /// already bootstrapped (the node's own data is not empty: a rerun after a
-/// lost answer) is fine.
+/// lost answer) is no failure here.
 async fn send(
     group: &Group<'_>,
     node: &NodeRecord,
     snapshot: Option<&[u8]>,
-) -> Result<(), ClusterError> {
+) -> Result<Bootstrapped, ClusterError> {
     let address = group.address(node.ip);
     let step = match snapshot {
         Some(_) => "restoring etcd from the snapshot",
@@ -166,13 +202,23 @@ async fn send(
     let outcome = wait::until(group.deadline, &node.name, step, || {
         let address = address.clone();
         async move {
-            let mut client = TalosClient::connect(&address, group.trust).await?;
             let sent = match snapshot {
                 Some(snapshot) => {
-                    client.etcd_recover(snapshot).await?;
+                    let mut client = TalosClient::connect_for_upload(&address, group.trust).await?;
+                    // The upload, bounded by the operation's deadline.
+                    let upload = client.etcd_recover(snapshot);
+                    match tokio::time::timeout(group.deadline.left(), upload).await {
+                        Ok(uploaded) => uploaded?,
+                        Err(_) => return Err(Retry::Again("the upload timed out".to_string())),
+                    }
                     client.bootstrap_recovering().await
                 }
-                None => client.bootstrap().await,
+                None => {
+                    TalosClient::connect(&address, group.trust)
+                        .await?
+                        .bootstrap()
+                        .await
+                }
             };
             match sent {
                 Ok(outcome) => Ok(outcome),
@@ -186,7 +232,7 @@ async fn send(
     .await?;
     match outcome {
         Bootstrapped::Now => info!(node = %node.name, "{step}: done"),
-        Bootstrapped::Already => info!(node = %node.name, "{step}: done already"),
+        Bootstrapped::Already => info!(node = %node.name, "{step}: etcd has data already"),
     }
-    Ok(())
+    Ok(outcome)
 }

@@ -104,7 +104,7 @@ impl Group<'_> {
         // Every server runs again (a powered-off one was started above):
         // the snapshot before the resize and the new configs.
         if let Some(reasons) = risky {
-            pre_change::before_change(self, &reasons, self.snapshot_taken).await?;
+            pre_change::before_change(self, &reasons).await?;
         }
         for d in &desired {
             if let Some(server) = existing.get(&d.slot.name) {
@@ -187,7 +187,7 @@ impl Group<'_> {
         let reasons = pre_change::in_words(&changes);
         let leaving = changes.iter().any(|c| matches!(c, Change::Leaves(_)));
         if leaving || matches!(self.spec.snapshots, SnapshotRule::Refuse) {
-            pre_change::before_change(self, &reasons, self.snapshot_taken).await?;
+            pre_change::before_change(self, &reasons).await?;
             return Ok(None);
         }
         Ok(Some(reasons))

@@ -244,10 +244,10 @@ impl ClusterError {
                     "{self}.\n\nhct bootstraps etcd once in a cluster's life and never starts a \
                      new, empty etcd under the same secrets: that would look like the old \
                      cluster with all its objects gone. The control planes run and wait, in \
-                     state. To recover, restore etcd from a snapshot on one of them \
-                     (`talosctl -n <node> bootstrap --recover-from=<db.snapshot>`, \
-                     docs/guides/recovery.md); \
-                     the others join it, and the next apply finds etcd running. To start over \
+                     state. To recover, set restore_from to a snapshot hct wrote (etcd_backup) \
+                     and apply, or restore etcd by hand on one of them (`talosctl -n <node> \
+                     bootstrap --recover-from=<db.snapshot>`, docs/guides/recovery.md); the \
+                     others join it, and the next apply finds etcd running. To start over \
                      with an empty cluster instead: `terraform apply -replace=hct_cluster.<name>` \
                      (or destroy it and apply again)."
                 ),
@@ -255,7 +255,10 @@ impl ClusterError {
             ClusterError::Backup(_) => Diagnostic::error(
                 "Could not write the etcd snapshot before this change",
                 format!(
-                    "{self}.\n\nNothing of the control plane was touched. Fix                      etcd_backup.local_directory (it must be writable), or set                      skip_pre_change_snapshot = true to go on without a snapshot."
+                    "{self}.\n\nNo running control plane was changed (new ones may have been \
+                     created, stopped ones started). Fix etcd_backup.local_directory (it must be \
+                     writable), or set skip_pre_change_snapshot = true to go on without a \
+                     snapshot."
                 ),
             )
             .at(AttrPath::attr("etcd_backup")),

@@ -65,8 +65,19 @@ pub struct Group<'a> {
     pub trust: &'a Trust,
     pub deadline: &'a Deadline,
     pub recorder: &'a Recorder,
-    /// The etcd snapshot taken before this operation's change, if any.
-    pub snapshot_taken: &'a OnceLock<Stored>,
+    /// What the operation did with etcd snapshots.
+    pub snapshots: &'a SnapshotLog,
+}
+
+/// What an operation did with etcd snapshots, kept for state also when it
+/// fails half-way.
+#[derive(Debug, Default)]
+pub struct SnapshotLog {
+    /// The snapshot taken before the change (`pre_change`).
+    pub taken: OnceLock<Stored>,
+    /// The SHA-256 of the snapshot etcd was restored from
+    /// (`RestoreFrom::fingerprint`).
+    pub restored: OnceLock<String>,
 }
 
 /// What a group does before a risky change.

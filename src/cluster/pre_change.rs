@@ -1,6 +1,8 @@
 //! The etcd snapshot taken before a change puts a running control plane
 //! at risk: a Talos or Kubernetes upgrade, any other new machine config,
-//! a control plane leaving (scale-down, replacement) or a server resized.
+//! a control plane leaving (scale-down) or a server resized. (A control
+//! plane whose server is gone is recreated without one: nothing of it is
+//! left to change.)
 //! One rule, used by the plan (to refuse early) and by `converge` (which
 //! takes the snapshot before it touches anything):
 //!
@@ -11,13 +13,13 @@
 //! - [`before_change`]: the snapshot, from the first control plane whose
 //!   etcd answers, checked and age-encrypted into the user's directory.
 
-use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
 use super::ClusterError;
 use super::group::{Group, SnapshotRule};
-use super::record::NodeRecord;
+use super::record::{IMPORTED, NodeRecord};
 use super::wait::{self, Retry};
 use crate::backup::{self, BackupError, Recipients, SnapshotFile, Stored};
 use crate::talos::api::{TalosClient, TalosError};
@@ -42,9 +44,11 @@ pub enum Risk {
 /// One change that puts a running control plane at risk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// The node leaves the control plane (scale-down, replacement).
+    /// The node leaves the control plane (a scale-down).
     Leaves(String),
     NewConfig(String),
+    /// An imported node: its config unknown, applied again.
+    Imported(String),
     Resize,
 }
 
@@ -53,6 +57,10 @@ impl std::fmt::Display for Change {
         match self {
             Change::Leaves(node) => write!(f, "{node} leaves the control plane"),
             Change::NewConfig(node) => write!(f, "{node} gets a new machine config"),
+            Change::Imported(node) => write!(
+                f,
+                "{node}'s machine config, unknown since the import, is applied again"
+            ),
             Change::Resize => f.write_str("the servers change type (each is shut down)"),
         }
     }
@@ -77,6 +85,11 @@ pub fn at_risk(recorded: &[NodeRecord], planned: &[Planned], resizing: bool) -> 
         match planned.iter().find(|p| p.name == node.name) {
             None => reasons.push(Change::Leaves(node.name.clone())),
             Some(Planned { sha256: None, .. }) => maybe = true,
+            Some(Planned {
+                sha256: Some(sha), ..
+            }) if node.config_sha256.as_deref() == Some(IMPORTED) => {
+                reasons.push(Change::Imported(node.name.clone()));
+            }
             Some(Planned {
                 sha256: Some(sha), ..
             }) if node.config_sha256.as_deref() != Some(*sha) => {
@@ -112,12 +125,9 @@ pub fn refusal(reasons: &[String]) -> ClusterError {
 
 /// Before a risky change of `group` (`reasons` from [`at_risk`]): the
 /// snapshot, the skip, or the refusal, as its rule says. A snapshot taken
-/// is kept in `taken` for state, also if the change then fails.
-pub async fn before_change(
-    group: &Group<'_>,
-    reasons: &[String],
-    taken: &OnceLock<Stored>,
-) -> Result<(), ClusterError> {
+/// is kept in the group's `SnapshotLog` for state, also if the change then
+/// fails.
+pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), ClusterError> {
     let (directory, recipients) = match &group.spec.snapshots {
         SnapshotRule::NotNeeded => return Ok(()),
         SnapshotRule::Skip => {
@@ -157,13 +167,18 @@ pub async fn before_change(
         async move {
             let mut last = Retry::Again("no control plane to take it from".to_string());
             for node in sources {
-                // A stream that stalls ends with the operation's deadline.
+                // Within the operation's deadline; a stalled stream moves
+                // on to the next control plane (`snapshot_of`).
                 let taking = snapshot_of(group, node, directory, name, recipients);
                 let Ok(result) = tokio::time::timeout(group.deadline.left(), taking).await else {
-                    return Err(Retry::Again(format!("{}: the snapshot stalled", node.name)));
+                    return Err(Retry::Again(format!("{}: the snapshot timed out", node.name)));
                 };
                 match result {
                     Ok(stored) => return Ok(stored),
+                    Err(Snapshot::Stalled) => {
+                        info!(node = %node.name, "the etcd snapshot stalled; trying the next control plane");
+                        last = Retry::Again(format!("{}: the snapshot stalled", node.name));
+                    }
                     Err(Snapshot::Talos(e)) => {
                         info!(node = %node.name, "no etcd snapshot from this node: {e}");
                         last = Retry::from(e);
@@ -188,16 +203,23 @@ pub async fn before_change(
         bytes = stored.bytes,
         "etcd snapshot written"
     );
-    let _ = taken.set(stored);
+    let _ = group.snapshots.taken.set(stored);
     Ok(())
 }
 
 enum Snapshot {
     Talos(TalosError),
     Backup(BackupError),
+    /// No bytes for [`STALL`].
+    Stalled,
 }
 
-/// One node's snapshot, streamed into its file.
+/// How long a snapshot stream may send nothing before hct gives up on it.
+const STALL: Duration = Duration::from_secs(30);
+/// How often a snapshot on its way logs how far it got.
+const PROGRESS: Duration = Duration::from_secs(10);
+
+/// One node's snapshot, streamed into its file, logging its progress.
 async fn snapshot_of(
     group: &Group<'_>,
     node: &NodeRecord,
@@ -210,8 +232,21 @@ async fn snapshot_of(
         .map_err(Snapshot::Talos)?;
     let mut stream = client.etcd_snapshot().await.map_err(Snapshot::Talos)?;
     let mut file = SnapshotFile::create(directory, name, recipients).map_err(Snapshot::Backup)?;
-    while let Some(chunk) = stream.next().await.map_err(Snapshot::Talos)? {
+    let (mut received, mut logged) = (0usize, Instant::now());
+    loop {
+        let next = tokio::time::timeout(STALL, stream.next()).await;
+        let Some(chunk) = next
+            .map_err(|_| Snapshot::Stalled)?
+            .map_err(Snapshot::Talos)?
+        else {
+            break;
+        };
+        received += chunk.len();
         file.write(&chunk).map_err(Snapshot::Backup)?;
+        if logged.elapsed() >= PROGRESS {
+            info!(node = %node.name, bytes = received, "etcd snapshot on its way");
+            logged = Instant::now();
+        }
     }
     file.finish().map_err(Snapshot::Backup)
 }

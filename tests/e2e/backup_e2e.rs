@@ -113,6 +113,23 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         let (code, out) = support::plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "{out}");
 
+        // An object made after the snapshot: a restore from it loses it.
+        let later = dir.path().join("later.yaml");
+        std::fs::write(
+            &later,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after-snapshot\n  namespace: default\n",
+        )
+        .unwrap();
+        succeeded(
+            "apply the later object",
+            run(
+                &kubectl,
+                dir.path(),
+                &path,
+                &["apply", "--server-side", "-f", later.to_str().unwrap()],
+            ),
+        );
+
         // Every control-plane server deleted: the cluster's etcd is gone.
         let servers = support::sim::server_ids(&sim);
         let client = support::sim::client(&sim);
@@ -183,6 +200,26 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
             ),
         );
         assert_eq!(answer.trim(), "42");
+        let later = run(
+            &kubectl,
+            dir.path(),
+            &path,
+            &["get", "configmap", "after-snapshot"],
+        );
+        assert!(
+            !later.status.success() && String::from_utf8_lossy(&later.stderr).contains("NotFound"),
+            "an object made after the snapshot is gone: {later:?}"
+        );
+        // State records the snapshot restored: never restored again.
+        let encrypted = std::fs::read(ws.path().join("etcd-snapshots").join(name)).unwrap();
+        let digest = {
+            use sha2::Digest;
+            format!("sha256:{:x}", sha2::Sha256::digest(&encrypted))
+        };
+        assert_eq!(
+            state_attribute(&ws, "hct_cluster.this", "restored_snapshot_sha256"),
+            digest
+        );
         let members: Vec<Vec<(String, bool)>> =
             support::sim::etcd_rings(&sim).into_values().collect();
         let three: Vec<(String, bool)> = (1..=3)

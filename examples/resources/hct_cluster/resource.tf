@@ -37,7 +37,7 @@ resource "hct_cluster" "this" {
   # change of the control plane.
   etcd_backup = {
     local_directory = "${path.root}/etcd-snapshots"
-    age_recipients  = ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"]
+    age_recipients  = var.etcd_snapshot_recipients # your own `age1…`, from age-keygen
   }
 
   timeouts {

@@ -8,9 +8,9 @@
 
 use std::path::PathBuf;
 
-use crate::backup::{Recipients, RestoreFrom, Stored};
+use crate::backup::{Recipients, RestoreFrom};
 use crate::cluster::NodeRecord;
-use crate::cluster::group::SnapshotRule;
+use crate::cluster::group::{SnapshotLog, SnapshotRule};
 use crate::cluster::pre_change::{self, Planned, Risk};
 use crate::resources::node_group::nodes_from;
 use crate::resources::values::{set, string_list};
@@ -20,6 +20,7 @@ pub const ATTRIBUTE: &str = "etcd_backup";
 pub const SKIP: &str = "skip_pre_change_snapshot";
 pub const TAKEN: &str = "pre_change_snapshot";
 pub const RESTORE: &str = "restore_from";
+pub const RESTORED: &str = "restored_snapshot_sha256";
 
 pub fn attributes() -> Vec<Attribute> {
     vec![
@@ -45,9 +46,10 @@ pub fn attributes() -> Vec<Attribute> {
             "etcd snapshots: before a change that puts a running control plane at risk (a Talos \
              or Kubernetes upgrade, any new control-plane machine config, a control plane \
              leaving, a resize), hct takes a snapshot over the Talos API, checks etcd's hash of \
-             it, encrypts it and writes it here before it touches any node. Without this or \
-             `skip_pre_change_snapshot`, such a change is refused at plan (or at apply, when the \
-             plan cannot know the configs yet). See docs/guides/backup-and-restore.md.",
+             it, encrypts it and writes it here before it changes any running control plane. \
+             Without this or `skip_pre_change_snapshot`, such a change is refused at plan (also \
+             when the plan cannot know the new configs yet, as with a change of \
+             `hct_cluster_secrets`). See docs/guides/backup-and-restore.md.",
         ),
         Attribute::optional(SKIP, Type::Bool).description(
             "`true`: make risky changes of the control plane without an etcd snapshot first \
@@ -78,8 +80,13 @@ pub fn attributes() -> Vec<Attribute> {
              stop because the cluster's etcd is lost (every control-plane server gone). The \
              snapshot is decrypted and etcd's hash checked, uploaded to the first control plane \
              and bootstrapped from, as `talosctl bootstrap --recover-from` does; the others \
-             join it. Set on a cluster whose control planes exist, it is refused at plan; left \
-             set after the restore, it changes nothing. See docs/guides/backup-and-restore.md.",
+             join it. Set on a cluster whose control planes exist, it is refused at plan. A \
+             snapshot restored once (`restored_snapshot_sha256`) is never restored again: remove \
+             `restore_from` once the cluster is back. See docs/guides/backup-and-restore.md.",
+        ),
+        Attribute::computed(RESTORED, Type::String).description(
+            "`sha256:<hex>` of the encrypted snapshot etcd was last restored from \
+             (`restore_from`); planned unknown when the apply may restore one.",
         ),
     ]
 }
@@ -94,6 +101,16 @@ fn recipients_path(index: usize) -> AttrPath {
 pub fn validate(config: &Value) -> Diagnostics {
     let mut found = Diagnostics::new();
     let backup = config.get(ATTRIBUTE);
+    if !backup.is_null() && config.get(SKIP).as_bool() == Some(true) {
+        found.push(
+            Diagnostic::error(
+                "etcd_backup and skip_pre_change_snapshot both set",
+                "Keep one: etcd_backup to take a snapshot before risky changes, or \
+                 skip_pre_change_snapshot = true to make them without one.",
+            )
+            .at(AttrPath::attr(SKIP)),
+        );
+    }
     if let Some(dir) = backup.get("local_directory").as_str()
         && dir.trim().is_empty()
     {
@@ -214,15 +231,54 @@ pub fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut D
     }
 }
 
-/// What state names after an apply: the snapshot it took, else the one
-/// named before.
-pub fn record(prior: &Value, state: &mut Value, taken: Option<&Stored>) {
-    let path = match taken {
-        Some(stored) => Value::from(stored.path.display().to_string()),
-        None if prior.is_null() => Value::Null,
-        None => prior.get(TAKEN).clone(),
+/// What state names after an apply: the snapshot it took and the one it
+/// restored from, else those named before. A snapshot the plan did not
+/// foresee (its path planned as known: e.g. a server resized outside
+/// Terraform since the plan) is named in a warning instead, as Terraform
+/// takes no other value than the planned one.
+pub fn record(prior: &Value, state: &mut Value, log: &SnapshotLog, found: &mut Diagnostics) {
+    let before = |name: &str| {
+        if prior.is_null() {
+            Value::Null
+        } else {
+            prior.get(name).clone()
+        }
+    };
+    let taken = log
+        .taken
+        .get()
+        .map(|stored| Value::from(stored.path.display().to_string()));
+    let path = match (taken, state.get(TAKEN).is_unknown()) {
+        (Some(path), true) => path,
+        (Some(path), false) => {
+            found.push(Diagnostic::warning(
+                "An etcd snapshot the plan did not foresee",
+                format!(
+                    "The apply took an etcd snapshot before a change the plan did not show: \
+                     {}. pre_change_snapshot names it from the next apply that takes one.",
+                    path.as_str().unwrap_or_default()
+                ),
+            ));
+            before(TAKEN)
+        }
+        (None, _) => before(TAKEN),
     };
     set(state, TAKEN, path);
+    let restored = match log.restored.get() {
+        Some(fingerprint) => Value::from(fingerprint.as_str()),
+        None => before(RESTORED),
+    };
+    set(state, RESTORED, restored);
+}
+
+/// `restore_from`, for the apply: none when state records its snapshot
+/// restored already (or restores none: planned known).
+pub fn restore_for_apply(state: &Value) -> Option<RestoreFrom> {
+    state
+        .get(RESTORED)
+        .is_unknown()
+        .then(|| restore_from(state))
+        .flatten()
 }
 
 /// `restore_from`, typed.
@@ -237,10 +293,21 @@ pub fn restore_from(value: &Value) -> Option<RestoreFrom> {
 /// A new `restore_from`: the snapshot must open with the identity, and no
 /// control plane of the cluster may be left (a restore is for a cluster
 /// whose etcd is gone, never over a running one).
-fn plan_restore(prior: &Value, planned: &Value, nodes: &str, diagnostics: &mut Diagnostics) {
+fn plan_restore(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut Diagnostics) {
+    let restored = if prior.is_null() {
+        Value::Null
+    } else {
+        prior.get(RESTORED).clone()
+    };
+    set(planned, RESTORED, restored.clone());
     let Some(from) = restore_from(planned) else {
         return;
     };
+    // A snapshot may be restored at apply unless it was before.
+    let fingerprint = from.fingerprint().ok();
+    if fingerprint.is_none() || fingerprint.as_deref() != restored.as_str() {
+        set(planned, RESTORED, Value::Unknown);
+    }
     if restore_from(prior).as_ref() == Some(&from) {
         return;
     }

@@ -268,7 +268,7 @@ impl GroupKind for Cluster {
         );
         let mut spec = model::control_plane_group(state);
         spec.snapshots = etcd_backup::rule(state)?;
-        spec.restore_from = etcd_backup::restore_from(state);
+        spec.restore_from = etcd_backup::restore_for_apply(state);
         Ok(Prepared {
             spec,
             settings,
@@ -288,7 +288,9 @@ impl GroupKind for Cluster {
             outcome.diagnostics.push(d);
         }
         load_balancer::record(state, outcome.api_load_balancer_id);
-        etcd_backup::record(prior, state, outcome.snapshot_taken.as_ref());
+        let mut found = Diagnostics::new();
+        etcd_backup::record(prior, state, &outcome.snapshots, &mut found);
+        outcome.diagnostics.extend(found);
         kubernetes::finish(ctx, prior, state, &prepared.settings, outcome).await;
     }
 

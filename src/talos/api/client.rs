@@ -92,7 +92,26 @@ impl TalosClient {
     /// by another cluster. Only the maintenance service answers a client
     /// without a certificate, so asking it tells the two apart.
     pub async fn connect(address: &NodeAddress, trust: &Trust) -> Result<Self, TalosError> {
-        let dialed = Self::dial(address, trust).await;
+        Self::connect_with(address, trust, Some(CALL_TIMEOUT)).await
+    }
+
+    /// [`TalosClient::connect`] for a call whose request streams (an etcd
+    /// snapshot uploaded, [`TalosClient::etcd_recover`]): its answer comes
+    /// once the upload is done, which may take longer than any fixed limit
+    /// per call, so the caller bounds it.
+    pub async fn connect_for_upload(
+        address: &NodeAddress,
+        trust: &Trust,
+    ) -> Result<Self, TalosError> {
+        Self::connect_with(address, trust, None).await
+    }
+
+    async fn connect_with(
+        address: &NodeAddress,
+        trust: &Trust,
+        call_timeout: Option<Duration>,
+    ) -> Result<Self, TalosError> {
+        let dialed = Self::dial(address, trust, call_timeout).await;
         let (Err(TalosError::WrongCa { node, .. }), Trust::Admin(_)) = (&dialed, trust) else {
             return dialed;
         };
@@ -101,7 +120,7 @@ impl TalosClient {
             // It went down in between, e.g. to boot into its new config.
             Probe::Gone(error) => Err(error),
             // Configured: by another cluster, or by us a moment ago.
-            Probe::WantsCertificate => Self::dial(address, trust).await,
+            Probe::WantsCertificate => Self::dial(address, trust, call_timeout).await,
         }
     }
 
@@ -110,7 +129,7 @@ impl TalosClient {
         let anonymous = Trust::Maintenance {
             pinned_spki_sha256: None,
         };
-        let mut client = match Self::dial(address, &anonymous).await {
+        let mut client = match Self::dial(address, &anonymous, Some(CALL_TIMEOUT)).await {
             Ok(client) => client,
             // TLS 1.2: the handshake itself fails for want of a certificate.
             Err(TalosError::Unauthorized { .. }) => return Probe::WantsCertificate,
@@ -129,7 +148,11 @@ impl TalosClient {
         }
     }
 
-    async fn dial(address: &NodeAddress, trust: &Trust) -> Result<Self, TalosError> {
+    async fn dial(
+        address: &NodeAddress,
+        trust: &Trust,
+        call_timeout: Option<Duration>,
+    ) -> Result<Self, TalosError> {
         let node = address.ip.to_string();
         let tls = TlsConnector::from(shared_client_config(trust)?);
         let server_name = rustls::pki_types::ServerName::IpAddress(address.ip.into());
@@ -148,10 +171,14 @@ impl TalosClient {
             }
         });
         // The URI only names the authority; the connector does the dialing.
-        let channel = Endpoint::from_shared(format!("http://{target}"))
+        let endpoint = Endpoint::from_shared(format!("http://{target}"))
             .map_err(|e| TalosError::Credentials(e.to_string()))?
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(CALL_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT);
+        let endpoint = match call_timeout {
+            Some(limit) => endpoint.timeout(limit),
+            None => endpoint,
+        };
+        let channel = endpoint
             .connect_with_connector(connector)
             .await
             .map_err(|e| classify_dial_error(&node, &e))?;
@@ -243,37 +270,6 @@ impl TalosClient {
         })
     }
 
-    /// Bootstraps etcd on this control-plane node. Done already is success.
-    pub async fn bootstrap(&mut self) -> Result<Bootstrapped, TalosError> {
-        self.send_bootstrap(false).await
-    }
-
-    /// Bootstraps etcd from the snapshot uploaded with
-    /// [`TalosClient::etcd_recover`], its hash checked by Talos too.
-    pub async fn bootstrap_recovering(&mut self) -> Result<Bootstrapped, TalosError> {
-        self.send_bootstrap(true).await
-    }
-
-    async fn send_bootstrap(&mut self, recover_etcd: bool) -> Result<Bootstrapped, TalosError> {
-        let request = pb::BootstrapRequest {
-            recover_etcd,
-            recover_skip_hash_check: false,
-        };
-        match self.inner.bootstrap(self.request(request)).await {
-            Ok(_) => Ok(Bootstrapped::Now),
-            Err(status) if status.code() == Code::AlreadyExists => Ok(Bootstrapped::Already),
-            Err(status)
-                if status.code() == Code::FailedPrecondition
-                    && status.message().contains("control plane node") =>
-            {
-                Err(TalosError::NotControlPlane {
-                    node: self.node.clone(),
-                })
-            }
-            Err(status) => Err(self.rejected("Bootstrap", status)),
-        }
-    }
-
     /// The admin kubeconfig: Talos streams a tar.gz holding one file.
     pub async fn kubeconfig(&mut self) -> Result<Vec<u8>, TalosError> {
         let stream = self
@@ -315,25 +311,6 @@ impl TalosClient {
             .map_err(|s| self.rejected("Read", s))?
             .into_inner();
         self.data_stream("Read", stream).collect().await
-    }
-
-    pub async fn etcd_members(&mut self) -> Result<Vec<EtcdMember>, TalosError> {
-        let response = self
-            .inner
-            .etcd_member_list(self.request(pb::EtcdMemberListRequest { query_local: false }))
-            .await
-            .map_err(|s| self.rejected("EtcdMemberList", s))?
-            .into_inner();
-        Ok(response
-            .messages
-            .into_iter()
-            .flat_map(|m| m.members)
-            .map(|m| EtcdMember {
-                id: m.id,
-                hostname: m.hostname,
-                is_learner: m.is_learner,
-            })
-            .collect())
     }
 
     pub async fn services(&mut self) -> Result<Vec<Service>, TalosError> {

@@ -2,11 +2,12 @@
 //! connections, dialing through a SOCKS5 proxy, and the calls hct needs to
 //! bring nodes from first boot to a bootstrapped cluster (`client`), and to
 //! read the bootstrap manifests a control plane renders (`manifests`);
-//! answers that come in chunks, etcd snapshots among them (`stream`).
+//! answers that come in chunks (`stream`); the etcd calls (`etcd`).
 
 mod answers;
 mod client;
 pub mod error;
+mod etcd;
 mod manifests;
 mod stream;
 pub mod tls;

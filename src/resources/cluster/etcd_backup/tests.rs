@@ -1,6 +1,6 @@
 use super::*;
 
-const RECIPIENT: &str = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p";
+const RECIPIENT: &str = "age1sxfzqgu7k66rpk87eccfvmg2dx8dzd774y8wk64rsahxteudn4zqr8vpz8";
 
 fn node(name: &str, sha: Value) -> Value {
     Value::object([
@@ -133,15 +133,37 @@ fn recipients_and_the_directory_are_checked_at_their_paths() {
 #[test]
 fn state_names_the_snapshot_taken_else_the_one_before() {
     let prior = cluster("v1.14.0", Value::from("a"), Value::from("old.etcd.age"));
-    let mut state = prior.clone();
-    record(&prior, &mut state, None);
-    assert_eq!(state.get(TAKEN), &Value::from("old.etcd.age"));
-    let stored = Stored {
-        path: PathBuf::from("snapshots/new.etcd.age"),
-        bytes: 10,
+    let record_of = |planned: Value, log: &SnapshotLog| {
+        let mut state = prior.clone();
+        set(&mut state, TAKEN, planned);
+        let mut found = Diagnostics::new();
+        record(&prior, &mut state, log, &mut found);
+        (state, found)
     };
-    record(&prior, &mut state, Some(&stored));
+    let (state, found) = record_of(Value::from("old.etcd.age"), &SnapshotLog::default());
+    assert_eq!(state.get(TAKEN), &Value::from("old.etcd.age"));
+    assert!(found.is_empty() && state.get(RESTORED).is_null());
+    let log = SnapshotLog::default();
+    log.taken
+        .set(crate::backup::Stored {
+            path: PathBuf::from("snapshots/new.etcd.age"),
+            bytes: 10,
+        })
+        .unwrap();
+    log.restored.set("sha256:ab".to_string()).unwrap();
+    let (state, found) = record_of(Value::Unknown, &log);
     assert_eq!(state.get(TAKEN), &Value::from("snapshots/new.etcd.age"));
+    assert_eq!(state.get(RESTORED), &Value::from("sha256:ab"));
+    assert!(found.is_empty());
+    // Not foreseen by the plan: the planned value stays, a warning names it.
+    let (state, found) = record_of(Value::from("old.etcd.age"), &log);
+    assert_eq!(state.get(TAKEN), &Value::from("old.etcd.age"));
+    let warning = found.iter().next().unwrap();
+    assert!(
+        warning.detail.contains("snapshots/new.etcd.age"),
+        "{}",
+        warning.detail
+    );
 }
 
 #[test]
