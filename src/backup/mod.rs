@@ -8,16 +8,20 @@
 //!   only when whole (never a partial snapshot under a snapshot's name).
 //! - [`RestoreFrom`]: a snapshot read back for a restore, decrypted with an
 //!   age identity file and its hash checked.
+//! - [`SnapshotFacts`]: whose snapshot it is, when and from where, beside
+//!   it as `<snapshot>.json`; a restore checks it is this cluster's.
 //! - [`snapshot_name`]: one grammar for the names.
 //!
 //! No I/O but the local file; no Terraform values.
 
+mod facts;
 mod read;
 mod writer;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+pub use facts::{SnapshotFacts, facts_path};
 pub use read::RestoreFrom;
 pub use writer::SnapshotFile;
 
@@ -95,9 +99,18 @@ pub struct Stored {
 /// `<cluster>-<UTC time>-<why>.etcd.age`, e.g.
 /// `demo-20261207T045012Z-pre-change.etcd.age`: sorts by time per cluster.
 pub fn snapshot_name(cluster: &str, at: time::OffsetDateTime, why: &str) -> String {
+    let compact: String = utc(at)
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':'))
+        .collect();
+    format!("{cluster}-{compact}-{why}.etcd.age")
+}
+
+/// `at` in UTC as RFC 3339 to the second: `2026-12-07T04:50:12Z`.
+pub fn utc(at: time::OffsetDateTime) -> String {
     let at = at.to_offset(time::UtcOffset::UTC);
     format!(
-        "{cluster}-{:04}{:02}{:02}T{:02}{:02}{:02}Z-{why}.etcd.age",
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
         at.year(),
         u8::from(at.month()),
         at.day(),

@@ -128,3 +128,35 @@ fn a_snapshot_reads_back_with_an_identity_of_a_recipient_only() {
     };
     assert!(matches!(missing.read(), Err(BackupError::Io { .. })));
 }
+
+#[test]
+fn facts_sit_beside_the_snapshot_and_tell_its_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("c-20261207T045012Z-pre-change.etcd.age");
+    let facts = SnapshotFacts {
+        cluster: "c".into(),
+        secrets: "0123456789abcdef".into(),
+        taken_at: utc(time::OffsetDateTime::from_unix_timestamp(1_796_619_012).unwrap()),
+        node: "c-cp-1".into(),
+        bytes: 42,
+        talos_version: "v1.14.0".into(),
+        kubernetes_version: None,
+    };
+    assert_eq!(facts.taken_at, "2026-12-07T04:50:12Z");
+    assert_eq!(SnapshotFacts::read(&snapshot).unwrap(), None, "none yet");
+    facts.write(&snapshot).unwrap();
+    assert_eq!(
+        facts_path(&snapshot),
+        dir.path()
+            .join("c-20261207T045012Z-pre-change.etcd.age.json")
+    );
+    assert!(facts.write(&snapshot).is_err(), "never over a file");
+    let read = SnapshotFacts::read(&snapshot).unwrap().unwrap();
+    assert_eq!(read, facts);
+    read.check_cluster("0123456789abcdef").unwrap();
+    let why = read.check_cluster("fedcba9876543210").unwrap_err();
+    assert!(
+        why.contains("of cluster c (secrets 0123456789abcdef)"),
+        "{why}"
+    );
+}

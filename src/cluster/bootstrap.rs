@@ -17,13 +17,13 @@
 //! instead (`recover`); a running etcd is never restored over.
 
 use futures_util::future::join_all;
-use tracing::info;
+use tracing::{info, warn};
 
 use super::ClusterError;
 use super::group::Group;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
-use crate::backup::RestoreFrom;
+use crate::backup::{RestoreFrom, SnapshotFacts};
 use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
 
 /// What state remembers of the cluster's etcd.
@@ -158,6 +158,21 @@ async fn recover(
     node: &NodeRecord,
     from: &RestoreFrom,
 ) -> Result<(), ClusterError> {
+    let ours = group.settings.secrets_fingerprint();
+    match SnapshotFacts::read(&from.snapshot).map_err(ClusterError::Restore)? {
+        Some(facts) => facts
+            .check_cluster(&ours)
+            .map_err(|why| ClusterError::Refused {
+                summary: "restore_from: a snapshot of another cluster",
+                detail: format!(
+                    "{why}. Nothing was restored; set restore_from to a snapshot of this cluster."
+                ),
+            })?,
+        None => warn!(
+            snapshot = %from.snapshot.display(),
+            "no facts beside the snapshot (<snapshot>.json): hct cannot check that it is this cluster's"
+        ),
+    }
     let fingerprint = from.fingerprint().map_err(ClusterError::Restore)?;
     let snapshot = from.read().map_err(ClusterError::Restore)?;
     info!(

@@ -81,10 +81,9 @@ pub struct SnapshotLog {
 }
 
 /// What a group does before a risky change.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub enum SnapshotRule {
     /// Nothing at stake: a worker pool (no etcd).
-    #[default]
     NotNeeded,
     /// `skip_pre_change_snapshot = true`.
     Skip,

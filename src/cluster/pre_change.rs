@@ -21,7 +21,7 @@ use super::ClusterError;
 use super::group::{Group, SnapshotRule};
 use super::record::{IMPORTED, NodeRecord};
 use super::wait::{self, Retry};
-use crate::backup::{self, BackupError, Recipients, SnapshotFile, Stored};
+use crate::backup::{self, BackupError, Recipients, SnapshotFacts, SnapshotFile, Stored};
 use crate::talos::api::{TalosClient, TalosError};
 
 /// A control plane as the change will leave it: `sha256` None while the
@@ -150,18 +150,15 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         reasons.join("; ")
     );
     backup::ensure_directory(directory).map_err(ClusterError::Backup)?;
-    let name = backup::snapshot_name(
-        group.cluster(),
-        time::OffsetDateTime::now_utc(),
-        "pre-change",
-    );
+    let taken_at = time::OffsetDateTime::now_utc();
+    let name = backup::snapshot_name(group.cluster(), taken_at, "pre-change");
     let sources: Vec<NodeRecord> = group
         .recorder
         .nodes()
         .into_iter()
         .filter(|n| !n.never_configured() && n.untrusted().is_none())
         .collect();
-    let stored = wait::until(group.deadline, "etcd", "taking the etcd snapshot", || {
+    let (stored, stored_from) = wait::until(group.deadline, "etcd", "taking the etcd snapshot", || {
         let sources = &sources;
         let name = &name;
         async move {
@@ -174,7 +171,7 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
                     return Err(Retry::Again(format!("{}: the snapshot timed out", node.name)));
                 };
                 match result {
-                    Ok(stored) => return Ok(stored),
+                    Ok(stored) => return Ok((stored, node.name.clone())),
                     Err(Snapshot::Stalled) => {
                         info!(node = %node.name, "the etcd snapshot stalled; trying the next control plane");
                         last = Retry::Again(format!("{}: the snapshot stalled", node.name));
@@ -197,8 +194,23 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         }
     })
     .await?;
+    let facts = SnapshotFacts {
+        cluster: group.cluster().to_string(),
+        secrets: group.settings.secrets_fingerprint(),
+        taken_at: backup::utc(taken_at),
+        node: stored_from,
+        bytes: stored.bytes,
+        talos_version: group.settings.talos_version.to_string(),
+        kubernetes_version: group
+            .settings
+            .kubernetes_version
+            .as_ref()
+            .map(ToString::to_string),
+    };
+    facts.write(&stored.path).map_err(ClusterError::Backup)?;
     info!(
         cluster = group.cluster(),
+        node = %facts.node,
         path = %stored.path.display(),
         bytes = stored.bytes,
         "etcd snapshot written"

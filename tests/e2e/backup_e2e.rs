@@ -97,12 +97,29 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
                 "the ConfigMap is in the emulated store's"
             );
         }
+        // Beside it, in the clear, whose it is.
+        let facts: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(
+                ws.path()
+                    .join("etcd-snapshots")
+                    .join(format!("{name}.json")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(facts["cluster"], "noreturn", "{facts:#}");
+        assert_eq!(facts["bytes"], snapshot.len() as u64, "{facts:#}");
+        assert!(
+            facts["node"].as_str().unwrap().starts_with("noreturn-cp-"),
+            "{facts:#}"
+        );
+        assert_eq!(facts["talos_version"], "v1.14.0", "{facts:#}");
         let named = state_attribute(&ws, "hct_cluster.this", "pre_change_snapshot");
         assert!(
             named.ends_with(&format!("/etcd-snapshots/{name}")),
             "{named}"
         );
-        // Owner-only, and nothing but the snapshot in the directory.
+        // Owner-only.
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

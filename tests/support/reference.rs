@@ -45,8 +45,8 @@ pub const SNAPSHOT_IDENTITY: &str =
     "AGE-SECRET-KEY-1SL0PA5R82AG425CKEK6F5VVF7T7G3ACNP7GRTWGA7HXXE8PNUGXS5M9ETG";
 const SNAPSHOT_RECIPIENT: &str = "age1sxfzqgu7k66rpk87eccfvmg2dx8dzd774y8wk64rsahxteudn4zqr8vpz8";
 
-/// The etcd snapshots the example wrote (`etcd-snapshots/`), by file name,
-/// decrypted with [`SNAPSHOT_IDENTITY`].
+/// The etcd snapshots the example wrote (`etcd-snapshots/*.etcd.age`), by
+/// file name, decrypted with [`SNAPSHOT_IDENTITY`].
 pub fn snapshots(ws: &Workspace) -> Vec<(String, Vec<u8>)> {
     use std::io::Read;
     use std::str::FromStr;
@@ -55,8 +55,9 @@ pub fn snapshots(ws: &Workspace) -> Vec<(String, Vec<u8>)> {
         return Vec::new();
     };
     let mut found: Vec<(String, Vec<u8>)> = entries
-        .map(|entry| {
-            let path = entry.expect("a directory entry").path();
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.to_string_lossy().ends_with(".etcd.age"))
+        .map(|path| {
             let file = std::fs::File::open(&path).expect("a snapshot");
             let decryptor = age::Decryptor::new(file).expect("an age file");
             let mut plain = Vec::new();

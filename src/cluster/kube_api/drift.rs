@@ -89,39 +89,80 @@ pub async fn drifted(
 /// status: the next control plane is asked, state stays). Answers are told
 /// by their `Status` message alone: another body may be the object itself,
 /// a Secret's data included.
+///
+/// The object is read again after the dry run: a controller that wrote it
+/// in between (the deployment controller's revision annotation, right
+/// after an apply) would otherwise show as drift. Compared only when both
+/// reads agree, a few tries at most; an object that keeps changing is
+/// skipped.
 async fn compare(
     api: &KubeApi<'_>,
     path: &str,
     object: &Value,
 ) -> Result<Result<Option<Change>, String>, String> {
-    let said = |what: &str, answer: &super::Answer| {
-        let message = answer.status_message().unwrap_or_default();
-        format!("{what} {path}: HTTP {} {message}", answer.status)
-    };
+    for _ in 0..READS {
+        let Some(live) = read(api, path).await? else {
+            return Ok(Ok(Some(Change::Missing)));
+        };
+        let applied = match dry_run(api, path, object).await? {
+            Ok(Some(applied)) => applied,
+            Ok(None) => return Ok(Ok(Some(Change::Missing))),
+            Err(refused) => return Ok(Err(refused)),
+        };
+        match read(api, path).await? {
+            Some(again) if again == live => {
+                let paths = differences(&live, &applied);
+                return Ok(Ok((!paths.is_empty()).then_some(Change::Fields(paths))));
+            }
+            _ => continue,
+        }
+    }
+    Ok(Err(format!("{path} kept changing while it was read")))
+}
+
+/// How often [`compare`] reads an object that changes under it.
+const READS: usize = 3;
+
+fn said(what: &str, path: &str, answer: &super::Answer) -> String {
+    let message = answer.status_message().unwrap_or_default();
+    format!("{what} {path}: HTTP {} {message}", answer.status)
+}
+
+fn parse(text: &str) -> Result<Value, String> {
+    serde_json::from_str::<Value>(text)
+        .map(comparable)
+        .map_err(|e| e.to_string())
+}
+
+/// The object as it is, comparable; None when it does not exist.
+async fn read(api: &KubeApi<'_>, path: &str) -> Result<Option<Value>, String> {
     let live = api.call("GET", path, None, b"").await?;
     match live.status {
-        404 => return Ok(Ok(Some(Change::Missing))),
-        200 => {}
-        _ => return Err(said("reading", &live)),
+        404 => Ok(None),
+        200 => parse(&live.body).map(Some),
+        _ => Err(said("reading", path, &live)),
     }
+}
+
+/// The object as applying `object` would make it, comparable: Ok(None)
+/// when it would be created (deleted since the read), Ok(Err) when the API
+/// server refuses the dry run.
+async fn dry_run(
+    api: &KubeApi<'_>,
+    path: &str,
+    object: &Value,
+) -> Result<Result<Option<Value>, String>, String> {
     let body = serde_json::to_vec(object).map_err(|e| e.to_string())?;
     let query = manifests::apply_query(path, FIELD_MANAGER, true);
     let applied = api
         .call("PATCH", &query, Some("application/apply-patch+yaml"), &body)
         .await?;
     match applied.status {
-        200 => {}
-        // Deleted since the read: the dry run would create it.
-        201 => return Ok(Ok(Some(Change::Missing))),
-        400 | 405 | 422 => return Ok(Err(said("a dry-run apply of", &applied))),
-        _ => return Err(said("a dry-run apply of", &applied)),
+        200 => parse(&applied.body).map(|v| Ok(Some(v))),
+        201 => Ok(Ok(None)),
+        400 | 405 | 422 => Ok(Err(said("a dry-run apply of", path, &applied))),
+        _ => Err(said("a dry-run apply of", path, &applied)),
     }
-    let parse = |text: &str| serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
-    let paths = differences(
-        &comparable(parse(&live.body)?),
-        &comparable(parse(&applied.body)?),
-    );
-    Ok(Ok((!paths.is_empty()).then_some(Change::Fields(paths))))
 }
 
 /// The object without what every write changes (managed fields, versions)

@@ -8,12 +8,14 @@
 
 use std::path::PathBuf;
 
-use crate::backup::{Recipients, RestoreFrom};
+use crate::backup::{Recipients, RestoreFrom, SnapshotFacts};
 use crate::cluster::NodeRecord;
 use crate::cluster::group::{SnapshotLog, SnapshotRule};
 use crate::cluster::pre_change::{self, Planned, Risk};
+use crate::cluster::settings::secrets_fingerprint;
 use crate::resources::node_group::nodes_from;
 use crate::resources::values::{set, string_list};
+use crate::talos::Secrets;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Type, Value};
 
 pub const ATTRIBUTE: &str = "etcd_backup";
@@ -315,6 +317,20 @@ fn plan_restore(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &m
         diagnostics.push(
             Diagnostic::error("Cannot open the snapshot to restore", format!("{e}."))
                 .at(AttrPath::attr(RESTORE).attr_of("snapshot")),
+        );
+    }
+    // Whose it is, when the secrets are known here (else the apply checks).
+    if let Ok(Some(facts)) = SnapshotFacts::read(&from.snapshot)
+        && let Some(text) = planned.get("machine_secrets").as_str()
+        && let Ok(secrets) = Secrets::from_yaml(text)
+        && let Err(why) = facts.check_cluster(&secrets_fingerprint(&secrets))
+    {
+        diagnostics.push(
+            Diagnostic::error(
+                "restore_from: a snapshot of another cluster",
+                format!("{why}. Set restore_from to a snapshot of this cluster."),
+            )
+            .at(AttrPath::attr(RESTORE).attr_of("snapshot")),
         );
     }
     let left: Vec<String> = nodes_from(prior.get(nodes))

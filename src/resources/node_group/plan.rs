@@ -38,7 +38,12 @@ pub fn group_spec(
         server_labels: string_map(servers.get("server_labels")),
         traits,
         budget: Budget::ONE,
-        snapshots: SnapshotRule::NotNeeded,
+        // A control plane refuses risky changes until its resource says
+        // otherwise (`etcd_backup`, `skip_pre_change_snapshot`).
+        snapshots: match role {
+            Role::ControlPlane => SnapshotRule::Refuse,
+            Role::Worker => SnapshotRule::NotNeeded,
+        },
         restore_from: None,
     }
 }

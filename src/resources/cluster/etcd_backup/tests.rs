@@ -204,3 +204,52 @@ fn restore_from_is_refused_where_control_planes_exist_and_checked_when_new() {
     let (_, found) = planned(&gone, asked);
     assert_eq!(found.iter().count(), 1);
 }
+
+#[test]
+fn a_snapshot_of_another_cluster_is_refused_at_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("other.etcd.age");
+    crate::backup::SnapshotFacts {
+        cluster: "other".into(),
+        secrets: "0123456789abcdef".into(),
+        taken_at: "2026-12-07T04:50:12Z".into(),
+        node: "other-cp-1".into(),
+        bytes: 42,
+        talos_version: "v1.14.0".into(),
+        kubernetes_version: None,
+    }
+    .write(&snapshot)
+    .unwrap();
+    let secrets = Secrets::for_checking().unwrap();
+    let mut asked = cluster("v1.14.0", Value::from("a"), Value::Null);
+    set(&mut asked, "nodes", Value::List(vec![]));
+    set(
+        &mut asked,
+        "machine_secrets",
+        Value::from(secrets.to_yaml()),
+    );
+    set(
+        &mut asked,
+        RESTORE,
+        Value::object([
+            ("snapshot", Value::from(snapshot.display().to_string())),
+            ("age_identity_file", Value::from("/nonexistent/key.txt")),
+        ]),
+    );
+    let (_, found) = planned(&Value::Null, asked);
+    let foreign = found
+        .iter()
+        .find(|d| d.summary == "restore_from: a snapshot of another cluster")
+        .expect("refused");
+    assert!(
+        foreign
+            .detail
+            .contains("of cluster other (secrets 0123456789abcdef)"),
+        "{}",
+        foreign.detail
+    );
+    assert_eq!(
+        foreign.path,
+        Some(AttrPath::attr(RESTORE).attr_of("snapshot"))
+    );
+}
