@@ -183,8 +183,19 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
 
         ws.write("restore.auto.tfvars.json", &restore.to_string());
         let calls_before = sim.inspect(|w| w.talos_calls.len());
-        ws.terraform(&["apply", "-auto-approve"])
-            .expect_success("apply restoring etcd");
+        // At trace level, the log names the restore but never the identity.
+        let out = ws
+            .command(&["apply", "-auto-approve"])
+            .env("TF_LOG_PROVIDER", "TRACE")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "apply restoring etcd:\n{log}");
+        assert!(log.contains("restoring etcd from the snapshot"), "{log}");
+        assert!(
+            !log.contains(SNAPSHOT_IDENTITY),
+            "the identity is in the log"
+        );
         let restored_on: Vec<(String, String)> = sim.inspect(|w| {
             w.talos_calls[calls_before..]
                 .iter()
