@@ -277,6 +277,91 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         });
         let (code, out) = support::plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "restore_from left set changes nothing\n{out}");
+
+        // restore_from still set, every control plane powered off, and a
+        // change for them: they come back with their etcd. Nothing is
+        // bootstrapped or restored again; the snapshot before the change is
+        // taken once they run.
+        let servers = support::sim::server_ids(&sim);
+        tokio::runtime::Handle::current().block_on(async {
+            for n in 1..=3 {
+                let id = servers[&format!("noreturn-cp-{n}")];
+                let action = client.power_off(id).await.unwrap();
+                client
+                    .wait_for_actions(vec![action], "power off", Duration::from_secs(30))
+                    .await
+                    .unwrap();
+            }
+        });
+        ws.write("cni.auto.tfvars.json", &cni("stage: three"));
+        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply with every control plane off");
+        let etcd_calls: Vec<String> = sim.inspect(|w| {
+            w.talos_calls[calls_before..]
+                .iter()
+                .filter(|c| {
+                    matches!(
+                        c.call.as_str(),
+                        "EtcdRecover" | "Bootstrap" | "EtcdSnapshot"
+                    )
+                })
+                .map(|c| c.call.clone())
+                .collect()
+        });
+        assert_eq!(
+            etcd_calls,
+            ["EtcdSnapshot"],
+            "no bootstrap, no second restore"
+        );
+        assert_eq!(support::sim::server_ids(&sim), servers, "the same servers");
+        let answer = succeeded(
+            "get the probe again",
+            run(
+                &kubectl,
+                dir.path(),
+                &path,
+                &[
+                    "get",
+                    "configmap",
+                    "backup-probe",
+                    "-o",
+                    "jsonpath={.data.answer}",
+                ],
+            ),
+        );
+        assert_eq!(answer.trim(), "42");
+
+        // Every control-plane server lost again, restore_from still set:
+        // the snapshot restored once is not restored again; etcd is lost.
+        let servers = support::sim::server_ids(&sim);
+        tokio::runtime::Handle::current().block_on(async {
+            for n in 1..=3 {
+                let id = servers[&format!("noreturn-cp-{n}")];
+                if let Some(action) = client.delete_server(id).await.unwrap() {
+                    client
+                        .wait_for_actions(vec![action], "delete", Duration::from_secs(30))
+                        .await
+                        .unwrap();
+                }
+            }
+        });
+        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        let out = ws
+            .terraform(&["apply", "-auto-approve"])
+            .expect_failure("every control plane lost again");
+        assert!(
+            support::unwrapped(&out.stderr).contains("The cluster's etcd is lost"),
+            "{out}"
+        );
+        let sent: Vec<String> = sim.inspect(|w| {
+            w.talos_calls[calls_before..]
+                .iter()
+                .filter(|c| matches!(c.call.as_str(), "EtcdRecover" | "Bootstrap"))
+                .map(|c| format!("{} {}", c.call, c.node))
+                .collect()
+        });
+        assert!(sent.is_empty(), "restored or bootstrapped again: {sent:?}");
     });
     sim.shutdown().await.unwrap();
 }

@@ -219,6 +219,16 @@ async fn a_reinstalled_node_is_never_sent_a_config() {
                 .filter(|c| c.node == name)
                 .collect();
             assert!(sent.is_empty(), "{name} was sent a config: {sent:#?}");
+            // Nor an etcd snapshot asked of it, nor one sent anywhere.
+            let etcd: Vec<TalosCall> = ["EtcdSnapshot", "EtcdRecover", "Bootstrap"]
+                .into_iter()
+                .flat_map(|call| calls_since(&sim, since, call))
+                .filter(|c| c.node == name || c.call != "EtcdSnapshot")
+                .collect();
+            assert!(
+                etcd.is_empty(),
+                "etcd calls with {name} untrusted: {etcd:#?}"
+            );
 
             // The way out: delete it, and apply makes it anew.
             delete_server(&sim, name);
