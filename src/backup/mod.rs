@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 pub use facts::{SnapshotFacts, facts_path};
-pub use read::RestoreFrom;
+pub use read::{RestoreFrom, Restored};
 pub use writer::SnapshotFile;
 
 /// What can go wrong with a snapshot on hct's side.

@@ -17,44 +17,77 @@ pub struct RestoreFrom {
     pub identity_file: PathBuf,
 }
 
+/// A snapshot read back: etcd's bytes, and which file they came from.
+pub struct Restored {
+    /// The snapshot as etcd gave it (database and hash), its hash checked.
+    pub snapshot: Vec<u8>,
+    /// [`RestoreFrom::fingerprint`] of the file read.
+    pub fingerprint: String,
+}
+
 impl RestoreFrom {
     /// `sha256:<hex>` of the encrypted file: which snapshot this is, so
     /// that one restored is never restored again.
     pub fn fingerprint(&self) -> Result<String, BackupError> {
-        let bytes = std::fs::read(&self.snapshot).map_err(|source| BackupError::Io {
-            path: self.snapshot.clone(),
-            source,
-        })?;
-        Ok(format!("sha256:{:x}", Sha256::digest(&bytes)))
+        Ok(fingerprint_of(&self.encrypted()?))
     }
 
     /// Whether the identity file opens the snapshot (its header only:
     /// cheap enough for a plan).
     pub fn check_readable(&self) -> Result<(), BackupError> {
-        open(&self.snapshot, &self.identity_file).map(|_| ())
+        let file = std::fs::File::open(&self.snapshot).map_err(|source| BackupError::Io {
+            path: self.snapshot.clone(),
+            source,
+        })?;
+        decrypt(
+            std::io::BufReader::new(file),
+            &self.snapshot,
+            &self.identity_file,
+        )
+        .map(|_| ())
     }
 
-    /// The snapshot as etcd gave it (database and hash), its hash checked.
-    pub fn read(&self) -> Result<Vec<u8>, BackupError> {
-        let mut plain = Vec::new();
-        open(&self.snapshot, &self.identity_file)?
-            .read_to_end(&mut plain)
+    /// The snapshot, decrypted and its hash checked, and its fingerprint:
+    /// the file is read once.
+    pub fn read(&self) -> Result<Restored, BackupError> {
+        let encrypted = self.encrypted()?;
+        let mut snapshot = Vec::new();
+        decrypt(encrypted.as_slice(), &self.snapshot, &self.identity_file)?
+            .read_to_end(&mut snapshot)
             .map_err(|e| BackupError::Unreadable {
                 path: self.snapshot.clone(),
                 reason: e.to_string(),
             })?;
-        check_hash(&plain)?;
-        Ok(plain)
+        check_hash(&snapshot)?;
+        Ok(Restored {
+            snapshot,
+            fingerprint: fingerprint_of(&encrypted),
+        })
     }
+
+    fn encrypted(&self) -> Result<Vec<u8>, BackupError> {
+        std::fs::read(&self.snapshot).map_err(|source| BackupError::Io {
+            path: self.snapshot.clone(),
+            source,
+        })
+    }
+}
+
+fn fingerprint_of(encrypted: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(encrypted))
 }
 
 /// etcd ends a snapshot with the SHA-256 of the database before it.
 pub(super) const HASH_LEN: usize = 32;
 
-/// The file decrypted with the identities of `identity_file`, not read
-/// yet: fails early when the file is no age file or none of the
-/// identities opens it.
-fn open(snapshot: &Path, identity_file: &Path) -> Result<impl Read, BackupError> {
+/// `encrypted` (the file at `snapshot`) decrypted with the identities of
+/// `identity_file`, not read yet: fails early when it is no age file or
+/// none of the identities opens it.
+fn decrypt<R: std::io::BufRead>(
+    encrypted: R,
+    snapshot: &Path,
+    identity_file: &Path,
+) -> Result<impl Read, BackupError> {
     let identities = age::IdentityFile::from_file(identity_file.display().to_string())
         .map_err(|source| match source.kind() {
             // Read, but not an identity file.
@@ -72,16 +105,11 @@ fn open(snapshot: &Path, identity_file: &Path) -> Result<impl Read, BackupError>
             path: identity_file.to_path_buf(),
             reason: e.to_string(),
         })?;
-    let file = std::fs::File::open(snapshot).map_err(|source| BackupError::Io {
-        path: snapshot.to_path_buf(),
-        source,
-    })?;
-    let decryptor = age::Decryptor::new(std::io::BufReader::new(file)).map_err(|e| {
-        BackupError::Unreadable {
+    let decryptor =
+        age::Decryptor::new_buffered(encrypted).map_err(|e| BackupError::Unreadable {
             path: snapshot.to_path_buf(),
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     decryptor
         .decrypt(identities.iter().map(|i| i.as_ref() as &dyn age::Identity))
         .map_err(|e| BackupError::Unreadable {

@@ -106,7 +106,9 @@ fn a_snapshot_reads_back_with_an_identity_of_a_recipient_only() {
         identity_file: identity_file.to_path_buf(),
     };
     from(&key).check_readable().unwrap();
-    assert_eq!(from(&key).read().unwrap(), snapshot);
+    let restored = from(&key).read().unwrap();
+    assert_eq!(restored.snapshot, snapshot);
+    assert_eq!(restored.fingerprint, from(&key).fingerprint().unwrap());
 
     let other = dir.path().join("other.txt");
     let stranger = age::x25519::Identity::generate();

@@ -23,7 +23,7 @@ use super::ClusterError;
 use super::group::Group;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
-use crate::backup::{RestoreFrom, SnapshotFacts};
+use crate::backup::{RestoreFrom, Restored, SnapshotFacts};
 use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
 
 /// What state remembers of the cluster's etcd.
@@ -173,8 +173,10 @@ async fn recover(
             "no facts beside the snapshot (<snapshot>.json): hct cannot check that it is this cluster's"
         ),
     }
-    let fingerprint = from.fingerprint().map_err(ClusterError::Restore)?;
-    let snapshot = from.read().map_err(ClusterError::Restore)?;
+    let Restored {
+        snapshot,
+        fingerprint,
+    } = from.read().map_err(ClusterError::Restore)?;
     info!(
         node = %node.name,
         snapshot = %from.snapshot.display(),

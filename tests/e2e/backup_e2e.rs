@@ -8,14 +8,13 @@
 //! the real etcd's bbolt database; with the emulated API server (the
 //! OpenTofu pass) hct-sim's stand-in for one.
 
-use std::time::Duration;
-
 use crate::peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
 use crate::support;
 use crate::support::reference::{
     CNI_MANIFEST, SNAPSHOT_IDENTITY, assert_etcd_snapshot, resource_values, snapshots,
     state_attribute, workspace,
 };
+use crate::support::sim::{talos_calls_count, talos_calls_since};
 
 /// bbolt's magic, in each of a database's two meta pages (page 0 at 16).
 const BBOLT_MAGIC: [u8; 4] = 0xED0C_DAEDu32.to_le_bytes();
@@ -63,16 +62,13 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
 
         // A new manifest is a new config for every control plane.
         ws.write("cni.auto.tfvars.json", &cni("stage: two"));
-        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        let since = talos_calls_count(&sim);
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply a new manifest");
-        let snapshot_calls: Vec<String> = sim.inspect(|w| {
-            w.talos_calls[calls_before..]
-                .iter()
-                .filter(|c| c.call == "EtcdSnapshot")
-                .map(|c| c.node.clone())
-                .collect()
-        });
+        let snapshot_calls: Vec<String> = talos_calls_since(&sim, since, &["EtcdSnapshot"])
+            .into_iter()
+            .map(|c| c.node)
+            .collect();
         assert_eq!(snapshot_calls.len(), 1, "{snapshot_calls:?}");
         assert!(
             snapshot_calls[0].starts_with("noreturn-cp-"),
@@ -148,19 +144,9 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         );
 
         // Every control-plane server deleted: the cluster's etcd is gone.
-        let servers = support::sim::server_ids(&sim);
-        let client = support::sim::client(&sim);
-        tokio::runtime::Handle::current().block_on(async {
-            for n in 1..=3 {
-                let id = servers[&format!("noreturn-cp-{n}")];
-                if let Some(action) = client.delete_server(id).await.unwrap() {
-                    client
-                        .wait_for_actions(vec![action], "delete", Duration::from_secs(30))
-                        .await
-                        .unwrap();
-                }
-            }
-        });
+        for n in 1..=3 {
+            support::sim::delete_server(&sim, &format!("noreturn-cp-{n}"));
+        }
         ws.write("identity.txt", &format!("{SNAPSHOT_IDENTITY}\n"));
         let restore = serde_json::json!({ "etcd_restore_from": {
             "snapshot": format!("etcd-snapshots/{name}"),
@@ -182,7 +168,7 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         );
 
         ws.write("restore.auto.tfvars.json", &restore.to_string());
-        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        let since = talos_calls_count(&sim);
         // At trace level, the log names the restore but never the identity.
         let out = ws
             .command(&["apply", "-auto-approve"])
@@ -196,13 +182,11 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
             !log.contains(SNAPSHOT_IDENTITY),
             "the identity is in the log"
         );
-        let restored_on: Vec<(String, String)> = sim.inspect(|w| {
-            w.talos_calls[calls_before..]
-                .iter()
-                .filter(|c| c.call == "EtcdRecover" || c.call == "Bootstrap")
-                .map(|c| (c.call.clone(), c.node.clone()))
-                .collect()
-        });
+        let restored_on: Vec<(String, String)> =
+            talos_calls_since(&sim, since, &["EtcdRecover", "Bootstrap"])
+                .into_iter()
+                .map(|c| (c.call, c.node))
+                .collect();
         assert_eq!(
             restored_on,
             [
@@ -283,32 +267,18 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         // bootstrapped or restored again; the snapshot before the change is
         // taken once they run.
         let servers = support::sim::server_ids(&sim);
-        tokio::runtime::Handle::current().block_on(async {
-            for n in 1..=3 {
-                let id = servers[&format!("noreturn-cp-{n}")];
-                let action = client.power_off(id).await.unwrap();
-                client
-                    .wait_for_actions(vec![action], "power off", Duration::from_secs(30))
-                    .await
-                    .unwrap();
-            }
-        });
+        for n in 1..=3 {
+            support::sim::power_off_server(&sim, &format!("noreturn-cp-{n}"));
+        }
         ws.write("cni.auto.tfvars.json", &cni("stage: three"));
-        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        let since = talos_calls_count(&sim);
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply with every control plane off");
-        let etcd_calls: Vec<String> = sim.inspect(|w| {
-            w.talos_calls[calls_before..]
-                .iter()
-                .filter(|c| {
-                    matches!(
-                        c.call.as_str(),
-                        "EtcdRecover" | "Bootstrap" | "EtcdSnapshot"
-                    )
-                })
-                .map(|c| c.call.clone())
-                .collect()
-        });
+        let etcd_calls: Vec<String> =
+            talos_calls_since(&sim, since, &["EtcdRecover", "Bootstrap", "EtcdSnapshot"])
+                .into_iter()
+                .map(|c| c.call)
+                .collect();
         assert_eq!(
             etcd_calls,
             ["EtcdSnapshot"],
@@ -334,19 +304,10 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
 
         // Every control-plane server lost again, restore_from still set:
         // the snapshot restored once is not restored again; etcd is lost.
-        let servers = support::sim::server_ids(&sim);
-        tokio::runtime::Handle::current().block_on(async {
-            for n in 1..=3 {
-                let id = servers[&format!("noreturn-cp-{n}")];
-                if let Some(action) = client.delete_server(id).await.unwrap() {
-                    client
-                        .wait_for_actions(vec![action], "delete", Duration::from_secs(30))
-                        .await
-                        .unwrap();
-                }
-            }
-        });
-        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        for n in 1..=3 {
+            support::sim::delete_server(&sim, &format!("noreturn-cp-{n}"));
+        }
+        let since = talos_calls_count(&sim);
         let out = ws
             .terraform(&["apply", "-auto-approve"])
             .expect_failure("every control plane lost again");
@@ -354,13 +315,10 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
             support::unwrapped(&out.stderr).contains("The cluster's etcd is lost"),
             "{out}"
         );
-        let sent: Vec<String> = sim.inspect(|w| {
-            w.talos_calls[calls_before..]
-                .iter()
-                .filter(|c| matches!(c.call.as_str(), "EtcdRecover" | "Bootstrap"))
-                .map(|c| format!("{} {}", c.call, c.node))
-                .collect()
-        });
+        let sent: Vec<String> = talos_calls_since(&sim, since, &["EtcdRecover", "Bootstrap"])
+            .into_iter()
+            .map(|c| format!("{} {}", c.call, c.node))
+            .collect();
         assert!(sent.is_empty(), "restored or bootstrapped again: {sent:?}");
     });
     sim.shutdown().await.unwrap();

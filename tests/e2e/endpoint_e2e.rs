@@ -530,17 +530,15 @@ async fn one_control_plane_grows_to_three_and_back_to_one() {
         // Growing from one member cannot keep a quorum of the old size; on
         // the way down each member leaves while the others run.
         let mut events = sim.events();
-        let calls_before = sim.inspect(|w| w.talos_calls.len());
+        let since = support::sim::talos_calls_count(&sim);
         apply_with(1);
         assert_quorum_kept(&mut events, "shrinking from three to one");
         // The etcd snapshot comes before the first control plane leaves.
-        let calls: Vec<String> = sim.inspect(|w| {
-            w.talos_calls[calls_before..]
-                .iter()
-                .map(|c| c.call.clone())
-                .filter(|c| c == "EtcdSnapshot" || c == "Reset")
-                .collect()
-        });
+        let calls: Vec<String> =
+            support::sim::talos_calls_since(&sim, since, &["EtcdSnapshot", "Reset"])
+                .into_iter()
+                .map(|c| c.call)
+                .collect();
         assert_eq!(
             calls.first().map(String::as_str),
             Some("EtcdSnapshot"),

@@ -51,20 +51,6 @@ async fn cluster(balanced: bool) -> (SimHandle, Workspace) {
     (sim, ws)
 }
 
-/// The Talos calls the sim took so far.
-fn calls(sim: &SimHandle) -> Vec<TalosCall> {
-    sim.inspect(|w| w.talos_calls.clone())
-}
-
-/// The calls named `call` after the first `since` of the log.
-fn calls_since(sim: &SimHandle, since: usize, call: &str) -> Vec<TalosCall> {
-    calls(sim)
-        .into_iter()
-        .skip(since)
-        .filter(|c| c.call == call)
-        .collect()
-}
-
 fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
     let rings = support::sim::etcd_rings(sim);
     let expected: Vec<(String, bool)> = (1..=3)
@@ -87,7 +73,7 @@ async fn recreated_first_control_planes_join_the_one_etcd_and_nothing_is_bootstr
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
-        let bootstraps = calls_since(&sim, 0, "Bootstrap");
+        let bootstraps = support::sim::talos_calls_since(&sim, 0, &["Bootstrap"]);
         assert_eq!(bootstraps.len(), 1, "one Bootstrap: {bootstraps:#?}");
         assert_eq!(bootstraps[0].node, "noreturn-cp-1");
         assert_one_etcd_of_three(&sim, "the first apply");
@@ -110,7 +96,7 @@ async fn recreated_first_control_planes_join_the_one_etcd_and_nothing_is_bootstr
                 &["apply", "--server-side", "-f", manifest.to_str().unwrap()],
             ),
         );
-        let since = calls(&sim).len();
+        let since = support::sim::talos_calls_count(&sim);
 
         for gone in [
             vec!["noreturn-cp-1"],
@@ -137,7 +123,7 @@ async fn recreated_first_control_planes_join_the_one_etcd_and_nothing_is_bootstr
             let (code, out) = plan(&ws);
             assert_eq!(code, 0, "{out}");
         }
-        let again = calls_since(&sim, since, "Bootstrap");
+        let again = support::sim::talos_calls_since(&sim, since, &["Bootstrap"]);
         assert!(
             again.is_empty(),
             "Bootstrap after the first apply: {again:#?}"
@@ -193,7 +179,7 @@ async fn a_reinstalled_node_is_never_sent_a_config() {
                 "answers with another cluster's CA",
             ),
         ] {
-            let since = calls(&sim).len();
+            let since = support::sim::talos_calls_count(&sim);
             reinstall(&sim, name, with);
             // The plan shows it (a warning, and what its refresh found as
             // its config_sha256); the apply refuses it, naming it.
@@ -214,17 +200,21 @@ async fn a_reinstalled_node_is_never_sent_a_config() {
                 .terraform(&["apply", "-auto-approve"])
                 .expect_failure(&format!("apply with {name} reinstalled"));
             assert!(said(&out), "{out}");
-            let sent: Vec<TalosCall> = calls_since(&sim, since, "ApplyConfiguration")
-                .into_iter()
-                .filter(|c| c.node == name)
-                .collect();
+            let sent: Vec<TalosCall> =
+                support::sim::talos_calls_since(&sim, since, &["ApplyConfiguration"])
+                    .into_iter()
+                    .filter(|c| c.node == name)
+                    .collect();
             assert!(sent.is_empty(), "{name} was sent a config: {sent:#?}");
             // Nor an etcd snapshot asked of it, nor one sent anywhere.
-            let etcd: Vec<TalosCall> = ["EtcdSnapshot", "EtcdRecover", "Bootstrap"]
-                .into_iter()
-                .flat_map(|call| calls_since(&sim, since, call))
-                .filter(|c| c.node == name || c.call != "EtcdSnapshot")
-                .collect();
+            let etcd: Vec<TalosCall> = support::sim::talos_calls_since(
+                &sim,
+                since,
+                &["EtcdSnapshot", "EtcdRecover", "Bootstrap"],
+            )
+            .into_iter()
+            .filter(|c| c.node == name || c.call != "EtcdSnapshot")
+            .collect();
             assert!(
                 etcd.is_empty(),
                 "etcd calls with {name} untrusted: {etcd:#?}"
@@ -296,7 +286,7 @@ async fn lost_state_is_refused_at_plan_then_imported_without_replacing_anything(
         );
         // An imported node is one configured before: reinstalled, it is
         // never sent its config without the cluster's CA.
-        let since = calls(&sim).len();
+        let since = support::sim::talos_calls_count(&sim);
         reinstall(&sim, "noreturn-general-1", "maintenance");
         let out = ws
             .terraform(&["apply", "-auto-approve"])
@@ -306,10 +296,11 @@ async fn lost_state_is_refused_at_plan_then_imported_without_replacing_anything(
                 .contains("noreturn-general-1 does not answer with this cluster's CA"),
             "{out}"
         );
-        let anonymous: Vec<TalosCall> = calls_since(&sim, since, "ApplyConfiguration")
-            .into_iter()
-            .filter(|c| c.caller == CallerKind::Anonymous)
-            .collect();
+        let anonymous: Vec<TalosCall> =
+            support::sim::talos_calls_since(&sim, since, &["ApplyConfiguration"])
+                .into_iter()
+                .filter(|c| c.caller == CallerKind::Anonymous)
+                .collect();
         assert!(anonymous.is_empty(), "{anonymous:#?}");
         delete_server(&sim, "noreturn-general-1");
         assert_eq!(
@@ -376,7 +367,7 @@ async fn every_control_plane_gone_stops_the_apply_instead_of_an_empty_etcd() {
         for n in 1..=3 {
             delete_server(&sim, &format!("noreturn-cp-{n}"));
         }
-        let since = calls(&sim).len();
+        let since = support::sim::talos_calls_count(&sim);
         let out = ws
             .terraform(&["apply", "-auto-approve"])
             .expect_failure("apply with every control plane gone");
@@ -393,7 +384,7 @@ async fn every_control_plane_gone_stops_the_apply_instead_of_an_empty_etcd() {
             (1..=3).all(|n| servers.contains_key(&format!("noreturn-cp-{n}"))),
             "{servers:?}"
         );
-        assert!(calls_since(&sim, since, "Bootstrap").is_empty());
+        assert!(support::sim::talos_calls_since(&sim, since, &["Bootstrap"]).is_empty());
         assert!(
             support::sim::etcd_rings(&sim).is_empty(),
             "no etcd: {:?}",
@@ -408,7 +399,7 @@ async fn every_control_plane_gone_stops_the_apply_instead_of_an_empty_etcd() {
         // Starting over is a deliberate replacement.
         ws.terraform(&["apply", "-auto-approve", "-replace=hct_cluster.this"])
             .expect_success("apply -replace");
-        let bootstraps = calls_since(&sim, since, "Bootstrap");
+        let bootstraps = support::sim::talos_calls_since(&sim, since, &["Bootstrap"]);
         assert_eq!(bootstraps.len(), 1, "{bootstraps:#?}");
         assert_one_etcd_of_three(&sim, "starting over");
         let (code, out) = plan(&ws);
@@ -423,28 +414,20 @@ async fn control_planes_powered_off_come_back_with_their_etcd_and_no_bootstrap()
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
         let servers = server_ids(&sim);
-        let client = support::sim::client(&sim);
-        tokio::runtime::Handle::current().block_on(async {
-            for n in 1..=3 {
-                let id = servers[&format!("noreturn-cp-{n}")];
-                let action = client.power_off(id).await.unwrap();
-                client
-                    .wait_for_actions(vec![action], "power off", Duration::from_secs(30))
-                    .await
-                    .unwrap();
-            }
-        });
+        for n in 1..=3 {
+            support::sim::power_off_server(&sim, &format!("noreturn-cp-{n}"));
+        }
         // A change for the control planes, so the apply has work on them
         // (hct does not take a powered-off server for drift).
         ws.write(
             "cni.auto.tfvars.json",
             &serde_json::json!({ "cni_manifest": support::reference::CNI_MANIFEST }).to_string(),
         );
-        let since = calls(&sim).len();
+        let since = support::sim::talos_calls_count(&sim);
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply with every control plane off");
         assert_eq!(server_ids(&sim), servers, "the same servers");
-        assert!(calls_since(&sim, since, "Bootstrap").is_empty());
+        assert!(support::sim::talos_calls_since(&sim, since, &["Bootstrap"]).is_empty());
         assert_one_etcd_of_three(&sim, "powering on");
     });
 }

@@ -10,6 +10,7 @@ use hct::pace::Pace;
 use hct::secret::Secret;
 use hct_sim::resources::servers::Server;
 use hct_sim::state::World;
+use hct_sim::talos::call_log::TalosCall;
 use hct_sim::{Sim, SimHandle, SimOptions};
 
 /// The seeded emulator ("the private network", Talos snapshots) with fast actions.
@@ -108,6 +109,39 @@ pub fn delete_server(sim: &SimHandle, name: &str) {
                 .unwrap();
         }
     });
+}
+
+/// Powers off the cluster's server `name` through the Hetzner API, as a
+/// user would, and waits until it is off.
+pub fn power_off_server(sim: &SimHandle, name: &str) {
+    let id = server_ids(sim)[name];
+    let client = client(sim);
+    tokio::runtime::Handle::current().block_on(async {
+        let action = client.power_off(id).await.unwrap();
+        client
+            .wait_for_actions(vec![action], "power off", Duration::from_secs(30))
+            .await
+            .unwrap();
+    });
+}
+
+/// How many Talos calls the sim took so far: where a later
+/// [`talos_calls_since`] starts.
+pub fn talos_calls_count(sim: &SimHandle) -> usize {
+    sim.inspect(|w| w.talos_calls.len())
+}
+
+/// The Talos calls after the first `since` of the sim's log that are one of
+/// `calls` (`Bootstrap`, `EtcdRecover`, …).
+pub fn talos_calls_since(sim: &SimHandle, since: usize, calls: &[&str]) -> Vec<TalosCall> {
+    sim.inspect(|w| {
+        w.talos_calls
+            .iter()
+            .skip(since)
+            .filter(|c| calls.contains(&c.call.as_str()))
+            .cloned()
+            .collect()
+    })
 }
 
 /// How many requests of `route` (e.g. `DELETE /servers/{id}`) the sim took.
