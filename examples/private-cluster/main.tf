@@ -113,11 +113,28 @@ variable "etcd_snapshot_recipients" {
   default     = null
 }
 
+# Instead of ./etcd-snapshots, an S3-compatible bucket (Hetzner Object
+# Storage unless endpoint is set). The keys are write-only in hct_cluster:
+# never in plan or state.
+variable "etcd_snapshot_bucket" {
+  description = "{ name, location (fsn1), endpoint (Hetzner's), prefix (<cluster>/), access_key, secret_key } of the bucket for the etcd snapshots; null: ./etcd-snapshots."
+  type = object({
+    name       = string
+    location   = optional(string)
+    endpoint   = optional(string)
+    prefix     = optional(string)
+    access_key = string
+    secret_key = string
+  })
+  default   = null
+  sensitive = true
+}
+
 # A snapshot hct wrote, to start etcd from where the cluster's etcd is lost
 # (every control-plane server gone) or on a new cluster of the old
 # machine_secrets; ignored while etcd runs.
 variable "etcd_restore_from" {
-  description = "{ snapshot = <path of a .etcd.age file>, age_identity_file = <path of an age-keygen identity> }; null: none."
+  description = "{ snapshot = <path of a .etcd.age file, or s3://<bucket>/<key> in etcd_snapshot_bucket>, age_identity_file = <path of an age-keygen identity> }; null: none."
   type = object({
     snapshot          = string
     age_identity_file = string
@@ -189,7 +206,8 @@ resource "hct_cluster" "this" {
   ccm_token = var.ccm_token
 
   etcd_backup = var.etcd_snapshot_recipients == null ? null : {
-    local_directory = "${path.root}/etcd-snapshots"
+    local_directory = var.etcd_snapshot_bucket == null ? "${path.root}/etcd-snapshots" : null
+    bucket          = var.etcd_snapshot_bucket
     age_recipients  = var.etcd_snapshot_recipients
   }
   restore_from = var.etcd_restore_from

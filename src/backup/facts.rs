@@ -44,8 +44,13 @@ impl SnapshotFacts {
         options.write(true).create_new(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(&path).map_err(io)?;
-        serde_json::to_writer_pretty(file, self).map_err(|e| io(e.into()))
+        let mut file = options.open(&path).map_err(io)?;
+        std::io::Write::write_all(&mut file, &self.to_json()).map_err(io)
+    }
+
+    /// As written: pretty JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
     }
 
     /// The facts beside `snapshot`; None when there are none (a snapshot

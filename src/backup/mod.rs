@@ -6,14 +6,20 @@
 //!   as the Talos API streams it: etcd's SHA-256 at its end is checked, the
 //!   bytes are encrypted as they come, and the file appears under its name
 //!   only when whole (never a partial snapshot under a snapshot's name).
-//! - [`RestoreFrom`]: a snapshot read back for a restore, decrypted with an
-//!   age identity file and its hash checked.
+//! - [`RestoreFrom`]: a snapshot read back for a restore (from the bucket
+//!   or a file), decrypted with an age identity file and its hash checked.
 //! - [`SnapshotFacts`]: whose snapshot it is, when and from where, beside
 //!   it as `<snapshot>.json`; a restore checks it is this cluster's.
 //! - [`snapshot_name`]: one grammar for the names.
+//! - [`Destination`]: where they are kept, a local directory or a
+//!   [`Bucket`] (S3-compatible, `bucket.rs`); [`snapshots`]: what a bucket
+//!   holds, newest first.
 //!
-//! No I/O but the local file; no Terraform values.
+//! No I/O but local files and the bucket's; no Terraform values.
 
+mod bucket;
+mod catalog;
+mod destination;
 mod facts;
 mod read;
 mod writer;
@@ -21,8 +27,11 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+pub use bucket::{Bucket, BucketConfig, Listed, hetzner_endpoint};
+pub use catalog::{Catalogued, SNAPSHOT_SUFFIX, snapshots};
+pub use destination::{Destination, Staging};
 pub use facts::{SnapshotFacts, facts_path};
-pub use read::{RestoreFrom, Restored};
+pub use read::{LocalSnapshot, RestoreFrom, Restored, SnapshotAt};
 pub use writer::SnapshotFile;
 
 /// What can go wrong with a snapshot on hct's side.
@@ -50,6 +59,12 @@ pub enum BackupError {
     Identity { path: PathBuf, reason: String },
     #[error("{path}: cannot be decrypted with the identity file: {reason}")]
     Unreadable { path: PathBuf, reason: String },
+    #[error("bucket {bucket:?}{}: {reason}", if key.is_empty() { String::new() } else { format!(" at {key:?}") })]
+    Bucket {
+        bucket: String,
+        key: String,
+        reason: String,
+    },
 }
 
 /// The age recipients snapshots are encrypted to.
@@ -103,7 +118,7 @@ pub fn snapshot_name(cluster: &str, at: time::OffsetDateTime, why: &str) -> Stri
         .chars()
         .filter(|c| !matches!(c, '-' | ':'))
         .collect();
-    format!("{cluster}-{compact}-{why}.etcd.age")
+    format!("{cluster}-{compact}-{why}{SNAPSHOT_SUFFIX}")
 }
 
 /// `at` in UTC as RFC 3339 to the second: `2026-12-07T04:50:12Z`.
@@ -118,6 +133,17 @@ pub fn utc(at: time::OffsetDateTime) -> String {
         at.minute(),
         at.second()
     )
+}
+
+/// A new owner-only temporary directory (removed when dropped).
+fn temporary_dir(prefix: &str) -> Result<tempfile::TempDir, BackupError> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|source| BackupError::Io {
+            path: std::env::temp_dir(),
+            source,
+        })
 }
 
 /// The directory a snapshot goes to, made (owner-only) if missing.

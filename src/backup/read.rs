@@ -1,31 +1,105 @@
-//! A snapshot read back for a restore: decrypted with the user's age
-//! identity file (`age-keygen`'s output), and etcd's SHA-256 at its end
-//! checked against the database before it, so that a damaged file is
-//! refused before anything is sent to a node.
+//! A snapshot read back for a restore: fetched from the bucket when it is
+//! there (with its facts, into a temporary directory), decrypted with the
+//! user's age identity file (`age-keygen`'s output), and etcd's SHA-256 at
+//! its end checked against the database before it, so that a damaged file
+//! is refused before anything is sent to a node.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::BackupError;
+use super::{BackupError, Bucket, facts_path, temporary_dir};
 
-/// `restore_from`: a snapshot, and the age identity file that opens it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `restore_from`: where the snapshot is, and the age identity file that
+/// opens it.
+#[derive(Debug, Clone)]
 pub struct RestoreFrom {
+    pub snapshot: SnapshotAt,
+    pub identity_file: PathBuf,
+}
+
+/// Where a snapshot to restore is.
+#[derive(Debug, Clone)]
+pub enum SnapshotAt {
+    File(PathBuf),
+    /// `s3://<bucket>/<key>`, in the bucket of `etcd_backup`.
+    Bucket {
+        bucket: Bucket,
+        key: String,
+    },
+}
+
+impl RestoreFrom {
+    /// As the configuration names it: a path or `s3://<bucket>/<key>`.
+    pub fn location(&self) -> String {
+        match &self.snapshot {
+            SnapshotAt::File(path) => path.display().to_string(),
+            SnapshotAt::Bucket { bucket, key } => bucket.location(key),
+        }
+    }
+
+    /// The snapshot as a local file (and its facts beside it, when there
+    /// are): itself, or downloaded into a temporary directory that goes
+    /// with the [`LocalSnapshot`].
+    pub async fn fetch(&self) -> Result<LocalSnapshot, BackupError> {
+        let (bucket, key) = match &self.snapshot {
+            SnapshotAt::File(path) => {
+                return Ok(LocalSnapshot {
+                    snapshot: path.clone(),
+                    identity_file: self.identity_file.clone(),
+                    _temporary: None,
+                });
+            }
+            SnapshotAt::Bucket { bucket, key } => (bucket, key),
+        };
+        let temporary = temporary_dir("hct-etcd-restore-")?;
+        let name = key.rsplit('/').next().unwrap_or(key);
+        let snapshot = temporary.path().join(name);
+        if !bucket.download(key, &snapshot).await? {
+            return Err(BackupError::Bucket {
+                bucket: bucket.name().to_string(),
+                key: key.clone(),
+                reason: "no such object".to_string(),
+            });
+        }
+        bucket
+            .download(&format!("{key}.json"), &facts_path(&snapshot))
+            .await?;
+        Ok(LocalSnapshot {
+            snapshot,
+            identity_file: self.identity_file.clone(),
+            _temporary: Some(temporary),
+        })
+    }
+}
+
+/// A snapshot to restore as a local file.
+#[derive(Debug)]
+pub struct LocalSnapshot {
     pub snapshot: PathBuf,
     pub identity_file: PathBuf,
+    _temporary: Option<tempfile::TempDir>,
 }
 
 /// A snapshot read back: etcd's bytes, and which file they came from.
 pub struct Restored {
     /// The snapshot as etcd gave it (database and hash), its hash checked.
     pub snapshot: Vec<u8>,
-    /// [`RestoreFrom::fingerprint`] of the file read.
+    /// [`LocalSnapshot::fingerprint`] of the file read.
     pub fingerprint: String,
 }
 
-impl RestoreFrom {
+impl LocalSnapshot {
+    /// A local file as it is.
+    pub fn file(snapshot: PathBuf, identity_file: PathBuf) -> Self {
+        Self {
+            snapshot,
+            identity_file,
+            _temporary: None,
+        }
+    }
+
     /// `sha256:<hex>` of the encrypted file: which snapshot this is, so
     /// that one restored is never restored again.
     pub fn fingerprint(&self) -> Result<String, BackupError> {

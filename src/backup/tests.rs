@@ -101,9 +101,8 @@ fn a_snapshot_reads_back_with_an_identity_of_a_recipient_only() {
         format!("# a comment\n{}\n", identity.to_string().expose_secret()),
     )
     .unwrap();
-    let from = |identity_file: &Path| RestoreFrom {
-        snapshot: stored.path.clone(),
-        identity_file: identity_file.to_path_buf(),
+    let from = |identity_file: &Path| {
+        LocalSnapshot::file(stored.path.clone(), identity_file.to_path_buf())
     };
     from(&key).check_readable().unwrap();
     let restored = from(&key).read().unwrap();
@@ -124,10 +123,7 @@ fn a_snapshot_reads_back_with_an_identity_of_a_recipient_only() {
         from(&not_a_key).read(),
         Err(BackupError::Identity { .. })
     ));
-    let missing = RestoreFrom {
-        snapshot: dir.path().join("missing"),
-        identity_file: key.clone(),
-    };
+    let missing = LocalSnapshot::file(dir.path().join("missing"), key.clone());
     assert!(matches!(missing.read(), Err(BackupError::Io { .. })));
 }
 

@@ -159,7 +159,8 @@ async fn recover(
     from: &RestoreFrom,
 ) -> Result<(), ClusterError> {
     let ours = group.settings.secrets_fingerprint();
-    match SnapshotFacts::read(&from.snapshot).map_err(ClusterError::Restore)? {
+    let local = from.fetch().await.map_err(ClusterError::Restore)?;
+    match SnapshotFacts::read(&local.snapshot).map_err(ClusterError::Restore)? {
         Some(facts) => facts
             .check_cluster(&ours)
             .map_err(|why| ClusterError::Refused {
@@ -169,17 +170,17 @@ async fn recover(
                 ),
             })?,
         None => warn!(
-            snapshot = %from.snapshot.display(),
+            snapshot = %from.location(),
             "no facts beside the snapshot (<snapshot>.json): hct cannot check that it is this cluster's"
         ),
     }
     let Restored {
         snapshot,
         fingerprint,
-    } = from.read().map_err(ClusterError::Restore)?;
+    } = local.read().map_err(ClusterError::Restore)?;
     info!(
         node = %node.name,
-        snapshot = %from.snapshot.display(),
+        snapshot = %from.location(),
         bytes = snapshot.len(),
         "restoring etcd from the snapshot"
     );

@@ -19,7 +19,7 @@ use super::record::Recorder;
 use super::settings::{ClusterSettings, NodeTraits, config_sha256};
 use super::slots::NodeSlot;
 use super::wait::Deadline;
-use crate::backup::{Recipients, RestoreFrom, Stored};
+use crate::backup::{Destination, Recipients, RestoreFrom};
 use crate::hcloud::Client;
 use crate::hcloud::models::{Labels, Server};
 use crate::talos::api::{NodeAddress, Trust};
@@ -73,8 +73,9 @@ pub struct Group<'a> {
 /// fails half-way.
 #[derive(Debug, Default)]
 pub struct SnapshotLog {
-    /// The snapshot taken before the change (`pre_change`).
-    pub taken: OnceLock<Stored>,
+    /// Where the snapshot taken before the change (`pre_change`) is kept:
+    /// a path, or `s3://<bucket>/<key>`.
+    pub taken: OnceLock<String>,
     /// The SHA-256 of the snapshot etcd was restored from
     /// (`RestoreFrom::fingerprint`).
     pub restored: OnceLock<String>,
@@ -90,9 +91,9 @@ pub enum SnapshotRule {
     /// Neither a place for the snapshot nor the skip: risky changes are
     /// refused.
     Refuse,
-    /// `etcd_backup`: snapshots go to `directory`, encrypted.
+    /// `etcd_backup`: snapshots go to `destination`, encrypted.
     Store {
-        directory: std::path::PathBuf,
+        destination: Destination,
         recipients: Recipients,
     },
 }

@@ -128,7 +128,7 @@ pub fn refusal(reasons: &[String]) -> ClusterError {
 /// is kept in the group's `SnapshotLog` for state, also if the change then
 /// fails.
 pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), ClusterError> {
-    let (directory, recipients) = match &group.spec.snapshots {
+    let (destination, recipients) = match &group.spec.snapshots {
         SnapshotRule::NotNeeded => return Ok(()),
         SnapshotRule::Skip => {
             warn!(
@@ -140,16 +140,18 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         }
         SnapshotRule::Refuse => return Err(refusal(reasons)),
         SnapshotRule::Store {
-            directory,
+            destination,
             recipients,
-        } => (directory, recipients),
+        } => (destination, recipients),
     };
     info!(
         cluster = group.cluster(),
         "taking an etcd snapshot before this change: {}",
         reasons.join("; ")
     );
-    backup::ensure_directory(directory).map_err(ClusterError::Backup)?;
+    destination.check().await.map_err(ClusterError::Backup)?;
+    let staging = destination.stage().map_err(ClusterError::Backup)?;
+    let directory = staging.dir();
     let taken_at = time::OffsetDateTime::now_utc();
     let name = backup::snapshot_name(group.cluster(), taken_at, "pre-change");
     let sources: Vec<NodeRecord> = group
@@ -207,15 +209,18 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
             .as_ref()
             .map(ToString::to_string),
     };
-    facts.write(&stored.path).map_err(ClusterError::Backup)?;
+    let kept = destination
+        .keep(&stored, &facts)
+        .await
+        .map_err(ClusterError::Backup)?;
     info!(
         cluster = group.cluster(),
         node = %facts.node,
-        path = %stored.path.display(),
+        at = %kept,
         bytes = stored.bytes,
-        "etcd snapshot written"
+        "etcd snapshot kept"
     );
-    let _ = group.snapshots.taken.set(stored);
+    let _ = group.snapshots.taken.set(kept);
     Ok(())
 }
 

@@ -9,16 +9,21 @@
 //! - `worker_pool`: `resource "hct_worker_pool"`.
 //! - `kubeconfig`: `ephemeral "hct_kubeconfig"` (short-lived admin
 //!   credentials for the helm and kubernetes providers).
+//! - `etcd_snapshots`: `data "hct_etcd_snapshots"` (a cluster's etcd
+//!   snapshots in a bucket); `s3_bucket`: the `bucket` attribute it shares
+//!   with `hct_cluster.etcd_backup`.
 //! - `node_group`: the lifecycle the cluster and pool resources share (the
 //!   node list in state, plan, apply, drift, import); `labels`, `timeouts`
 //!   and `values`: their shared attribute rules and helpers.
 
 pub mod cluster;
 pub mod cluster_secrets;
+pub mod etcd_snapshots;
 pub mod kubeconfig;
 pub mod labels;
 pub mod network_plan;
 pub mod node_group;
+pub mod s3_bucket;
 pub mod talos_image;
 pub mod timeouts;
 pub mod values;
@@ -32,6 +37,7 @@ use crate::provider::Provider;
 pub fn provider() -> Provider {
     Provider::new(
         vec![
+            Arc::new(etcd_snapshots::EtcdSnapshotsDataSource),
             Arc::new(network_plan::NetworkPlanDataSource),
             Arc::new(talos_image::data_source::TalosImageDataSource),
         ],

@@ -13,6 +13,27 @@ pub fn set(value: &mut Value, name: &str, to: Value) {
     }
 }
 
+/// Sets the attribute at `path` (attribute names, outer first) where its
+/// object exists; nothing when a parent is null or missing.
+pub fn set_at(value: &mut Value, path: &[&str], to: Value) {
+    match path {
+        [] => {}
+        [name] => set(value, name, to),
+        [outer, rest @ ..] => {
+            if let Value::Map(items) = value
+                && let Some(inner) = items.get_mut(*outer)
+            {
+                set_at(inner, rest, to);
+            }
+        }
+    }
+}
+
+/// The value at `path`, as [`set_at`] names it (null when missing).
+pub fn get_at<'a>(value: &'a Value, path: &[&str]) -> &'a Value {
+    path.iter().fold(value, |v, name| v.get(name))
+}
+
 /// The object attribute `name`, created empty when missing.
 pub fn object_mut<'a>(value: &'a mut Value, name: &str) -> &'a mut Value {
     match value {

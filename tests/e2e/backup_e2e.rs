@@ -8,10 +8,12 @@
 //! the real etcd's bbolt database; with the emulated API server (the
 //! OpenTofu pass) hct-sim's stand-in for one.
 
-use crate::peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
+use crate::peers::kubectl::{
+    apply_config_map, config_map_answer, kubeconfig_file, kubectl, run, succeeded,
+};
 use crate::support;
 use crate::support::reference::{
-    CNI_MANIFEST, SNAPSHOT_IDENTITY, assert_etcd_snapshot, resource_values, snapshots,
+    SNAPSHOT_IDENTITY, assert_etcd_snapshot, cni_tfvars, resource_values, snapshots,
     state_attribute, workspace,
 };
 use crate::support::sim::{talos_calls_count, talos_calls_since};
@@ -25,14 +27,7 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
     let sim = support::sim::start_with_real_kubernetes().await;
     let real = support::sim::real_kubernetes_wanted();
     let ws = workspace(&sim);
-    let cni = |label: &str| {
-        let manifest = CNI_MANIFEST.replace(
-            "k8s-app: cilium\nspec:",
-            &format!("k8s-app: cilium\n    {label}\nspec:"),
-        );
-        serde_json::json!({ "cni_manifest": manifest }).to_string()
-    };
-    ws.write("cni.auto.tfvars.json", &cni("stage: one"));
+    ws.write("cni.auto.tfvars.json", &cni_tfvars("stage: one"));
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
@@ -44,24 +39,10 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         assert!(cluster["pre_change_snapshot"].is_null(), "none taken");
         let dir = tempfile::tempdir().unwrap();
         let path = kubeconfig_file(&ws.outputs(), &sim.proxy_url(), dir.path());
-        let probe = dir.path().join("probe.yaml");
-        std::fs::write(
-            &probe,
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: backup-probe\n  namespace: default\ndata:\n  answer: \"42\"\n",
-        )
-        .unwrap();
-        succeeded(
-            "apply the probe",
-            run(
-                &kubectl,
-                dir.path(),
-                &path,
-                &["apply", "--server-side", "-f", probe.to_str().unwrap()],
-            ),
-        );
+        apply_config_map(&kubectl, dir.path(), &path, "backup-probe", Some("42"));
 
         // A new manifest is a new config for every control plane.
-        ws.write("cni.auto.tfvars.json", &cni("stage: two"));
+        ws.write("cni.auto.tfvars.json", &cni_tfvars("stage: two"));
         let since = talos_calls_count(&sim);
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply a new manifest");
@@ -127,21 +108,7 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         assert_eq!(code, 0, "{out}");
 
         // An object made after the snapshot: a restore from it loses it.
-        let later = dir.path().join("later.yaml");
-        std::fs::write(
-            &later,
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after-snapshot\n  namespace: default\n",
-        )
-        .unwrap();
-        succeeded(
-            "apply the later object",
-            run(
-                &kubectl,
-                dir.path(),
-                &path,
-                &["apply", "--server-side", "-f", later.to_str().unwrap()],
-            ),
-        );
+        apply_config_map(&kubectl, dir.path(), &path, "after-snapshot", None);
 
         // Every control-plane server deleted: the cluster's etcd is gone.
         for n in 1..=3 {
@@ -196,22 +163,10 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         );
         // The objects of before, through the new control planes.
         let path = kubeconfig_file(&ws.outputs(), &sim.proxy_url(), dir.path());
-        let answer = succeeded(
-            "get the probe",
-            run(
-                &kubectl,
-                dir.path(),
-                &path,
-                &[
-                    "get",
-                    "configmap",
-                    "backup-probe",
-                    "-o",
-                    "jsonpath={.data.answer}",
-                ],
-            ),
+        assert_eq!(
+            config_map_answer(&kubectl, dir.path(), &path, "backup-probe"),
+            "42"
         );
-        assert_eq!(answer.trim(), "42");
         let later = run(
             &kubectl,
             dir.path(),
@@ -270,7 +225,7 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
         for n in 1..=3 {
             support::sim::power_off_server(&sim, &format!("noreturn-cp-{n}"));
         }
-        ws.write("cni.auto.tfvars.json", &cni("stage: three"));
+        ws.write("cni.auto.tfvars.json", &cni_tfvars("stage: three"));
         let since = talos_calls_count(&sim);
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply with every control plane off");
@@ -285,22 +240,10 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
             "no bootstrap, no second restore"
         );
         assert_eq!(support::sim::server_ids(&sim), servers, "the same servers");
-        let answer = succeeded(
-            "get the probe again",
-            run(
-                &kubectl,
-                dir.path(),
-                &path,
-                &[
-                    "get",
-                    "configmap",
-                    "backup-probe",
-                    "-o",
-                    "jsonpath={.data.answer}",
-                ],
-            ),
+        assert_eq!(
+            config_map_answer(&kubectl, dir.path(), &path, "backup-probe"),
+            "42"
         );
-        assert_eq!(answer.trim(), "42");
 
         // Every control-plane server lost again, restore_from still set:
         // the snapshot restored once is not restored again; etcd is lost.

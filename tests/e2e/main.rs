@@ -12,6 +12,7 @@ mod support;
 
 mod backup_e2e;
 mod bring_up_e2e;
+mod bucket_backup_e2e;
 mod cluster_e2e;
 mod cluster_hetzner_e2e;
 mod complete_e2e;

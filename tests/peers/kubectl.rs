@@ -98,6 +98,39 @@ pub fn succeeded(what: &str, out: Output) -> String {
     stdout
 }
 
+/// A ConfigMap `name` in `default` (with `data.answer` when given),
+/// applied server-side.
+pub fn apply_config_map(
+    kubectl: &Path,
+    dir: &Path,
+    kubeconfig: &Path,
+    name: &str,
+    answer: Option<&str>,
+) {
+    let data = answer.map_or(String::new(), |a| format!("data:\n  answer: {a:?}\n"));
+    let file = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n{data}"
+        ),
+    )
+    .unwrap();
+    let args = ["apply", "--server-side", "-f", file.to_str().unwrap()];
+    succeeded(
+        &format!("apply {name}"),
+        run(kubectl, dir, kubeconfig, &args),
+    );
+}
+
+/// `data.answer` of the ConfigMap `name` in `default`.
+pub fn config_map_answer(kubectl: &Path, dir: &Path, kubeconfig: &Path, name: &str) -> String {
+    let args = ["get", "configmap", name, "-o", "jsonpath={.data.answer}"];
+    succeeded(&format!("get {name}"), run(kubectl, dir, kubeconfig, &args))
+        .trim()
+        .to_string()
+}
+
 /// The Ready condition of each node in `kubectl get nodes -o json`.
 pub fn readiness(nodes: &Value) -> Vec<(String, String)> {
     nodes["items"]

@@ -61,6 +61,7 @@ fn piece_of(key: &str) -> &'static str {
             "kube-control-plane"
         }
         k if k.starts_with("CSR_APPROVER") => "csr-approver",
+        k if k.starts_with("VERSITYGW") => "versitygw",
         other => panic!("no peer prints {other}"),
     }
 }

@@ -13,6 +13,7 @@ pub mod cluster_state;
 pub mod fault_cells;
 pub mod plan;
 pub mod reference;
+pub mod s3;
 pub mod sim;
 pub mod timeline;
 

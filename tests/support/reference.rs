@@ -39,6 +39,16 @@ data:
   tunnel: disabled
 ";
 
+/// `cni_manifest` as tfvars JSON, with a `label` line among the DaemonSet's
+/// labels: a new config for every control plane.
+pub fn cni_tfvars(label: &str) -> String {
+    let manifest = CNI_MANIFEST.replace(
+        "k8s-app: cilium\nspec:",
+        &format!("k8s-app: cilium\n    {label}\nspec:"),
+    );
+    serde_json::json!({ "cni_manifest": manifest }).to_string()
+}
+
 /// A test key: the age identity of the reference workspace's etcd
 /// snapshots, and its recipient.
 pub const SNAPSHOT_IDENTITY: &str =

@@ -8,14 +8,13 @@
 
 use std::path::PathBuf;
 
-use crate::backup::{Recipients, RestoreFrom, SnapshotFacts};
+use crate::backup::{BucketConfig, Destination, Recipients};
 use crate::cluster::NodeRecord;
 use crate::cluster::group::{SnapshotLog, SnapshotRule};
 use crate::cluster::pre_change::{self, Planned, Risk};
-use crate::cluster::settings::secrets_fingerprint;
 use crate::resources::node_group::nodes_from;
+use crate::resources::s3_bucket::{self, Keys};
 use crate::resources::values::{set, string_list};
-use crate::talos::Secrets;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Type, Value};
 
 pub const ATTRIBUTE: &str = "etcd_backup";
@@ -23,6 +22,10 @@ pub const SKIP: &str = "skip_pre_change_snapshot";
 pub const TAKEN: &str = "pre_change_snapshot";
 pub const RESTORE: &str = "restore_from";
 pub const RESTORED: &str = "restored_snapshot_sha256";
+const BUCKET: &str = s3_bucket::ATTRIBUTE;
+/// The bucket's keys: write-only.
+pub const ACCESS_KEY: [&str; 3] = [ATTRIBUTE, BUCKET, "access_key"];
+pub const SECRET_KEY: [&str; 3] = [ATTRIBUTE, BUCKET, "secret_key"];
 
 pub fn attributes() -> Vec<Attribute> {
     vec![
@@ -31,10 +34,24 @@ pub fn attributes() -> Vec<Attribute> {
             Mode::Optional,
             Nesting::Single,
             vec![
-                Attribute::required("local_directory", Type::String).description(
+                Attribute::optional("local_directory", Type::String).description(
                     "Where the snapshots go, relative to the directory Terraform runs in (made, \
                      owner-only, if missing), e.g. `\"${path.root}/etcd-snapshots\"`. Each is \
-                     `<cluster>-<UTC time>-pre-change.etcd.age`; hct never deletes one.",
+                     `<cluster>-<UTC time>-pre-change.etcd.age`; hct never deletes one. This \
+                     or `bucket`.",
+                ),
+                Attribute::nested(
+                    BUCKET,
+                    Mode::Optional,
+                    Nesting::Single,
+                    s3_bucket::attributes(Keys::WriteOnly),
+                )
+                .description(
+                    "An S3-compatible bucket the snapshots go to (Hetzner Object Storage by \
+                         default): each as `<prefix><cluster>-<UTC time>-pre-change.etcd.age`, \
+                         with its facts beside it as `….json`. hct never deletes one: set a \
+                         lifecycle rule on the bucket for retention. This or \
+                         `local_directory`.",
                 ),
                 Attribute::required("age_recipients", Type::list(Type::String)).description(
                     "age X25519 recipients (`age1…`, from `age-keygen`); each snapshot is \
@@ -93,6 +110,15 @@ pub fn attributes() -> Vec<Attribute> {
     ]
 }
 
+/// `etcd_backup.bucket`, typed.
+pub fn bucket_config(value: &Value) -> Result<Option<BucketConfig>, Diagnostic> {
+    s3_bucket::config(
+        value.get(ATTRIBUTE).get(BUCKET),
+        value.get("name").as_str().unwrap_or_default(),
+        &AttrPath::attr(ATTRIBUTE).attr_of(BUCKET),
+    )
+}
+
 fn recipients_path(index: usize) -> AttrPath {
     AttrPath::attr(ATTRIBUTE)
         .attr_of("age_recipients")
@@ -112,6 +138,33 @@ pub fn validate(config: &Value) -> Diagnostics {
             )
             .at(AttrPath::attr(SKIP)),
         );
+    }
+    if backup.as_map().is_some()
+        && backup.get("local_directory").is_null()
+        && backup.get(BUCKET).is_null()
+    {
+        found.push(
+            Diagnostic::error(
+                "Nowhere for the etcd snapshots",
+                "Set etcd_backup.local_directory (a local directory) or etcd_backup.bucket (an \
+                 S3-compatible bucket).",
+            )
+            .at(AttrPath::attr(ATTRIBUTE)),
+        );
+    }
+    if !backup.get("local_directory").is_null() && !backup.get(BUCKET).is_null() {
+        found.push(
+            Diagnostic::error(
+                "etcd_backup.local_directory and etcd_backup.bucket both set",
+                "Keep one: the snapshots go either to a local directory or to a bucket.",
+            )
+            .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET)),
+        );
+    }
+    if backup.get(BUCKET).is_wholly_known()
+        && let Err(d) = bucket_config(config)
+    {
+        found.push(d);
     }
     if let Some(dir) = backup.get("local_directory").as_str()
         && dir.trim().is_empty()
@@ -165,8 +218,17 @@ pub fn rule(value: &Value) -> Result<SnapshotRule, Diagnostic> {
             Diagnostic::error("Invalid age recipient", format!("{e}."))
                 .at(AttrPath::attr(ATTRIBUTE).attr_of("age_recipients"))
         })?;
+    let destination = match bucket_config(value)? {
+        Some(config) => Destination::Bucket(crate::backup::Bucket::open(&config).map_err(|e| {
+            Diagnostic::error("Cannot use the etcd snapshots' bucket", format!("{e}."))
+                .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET))
+        })?),
+        None => Destination::Directory(PathBuf::from(
+            backup.get("local_directory").as_str().unwrap_or_default(),
+        )),
+    };
     Ok(SnapshotRule::Store {
-        directory: PathBuf::from(backup.get("local_directory").as_str().unwrap_or_default()),
+        destination,
         recipients,
     })
 }
@@ -174,8 +236,8 @@ pub fn rule(value: &Value) -> Result<SnapshotRule, Diagnostic> {
 /// What the plan says of a change of a cluster that exists: refused when
 /// risky with nowhere for its snapshot, and `pre_change_snapshot` unknown
 /// when the apply may take one.
-pub fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut Diagnostics) {
-    plan_restore(prior, planned, nodes, diagnostics);
+pub async fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut Diagnostics) {
+    restore::plan(prior, planned, nodes, diagnostics).await;
     let kept = if prior.is_null() {
         Value::Null
     } else {
@@ -229,7 +291,23 @@ pub fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut D
                     .at(AttrPath::attr(ATTRIBUTE)),
             );
         }
-        (Ok(SnapshotRule::Store { .. }) | Err(_), _) => set(planned, TAKEN, Value::Unknown),
+        (Ok(SnapshotRule::Store { destination, .. }), _) => {
+            set(planned, TAKEN, Value::Unknown);
+            // Keys the bucket refuses fail the plan, not the apply.
+            if let Err(e) = destination.check().await {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "Cannot use the etcd snapshots' bucket",
+                        format!(
+                            "This change needs an etcd snapshot first, and the bucket refuses \
+                             hct: {e}. Check etcd_backup.bucket (its name, endpoint and keys)."
+                        ),
+                    )
+                    .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET)),
+                );
+            }
+        }
+        (Err(_), _) => set(planned, TAKEN, Value::Unknown),
     }
 }
 
@@ -246,10 +324,7 @@ pub fn record(prior: &Value, state: &mut Value, log: &SnapshotLog, found: &mut D
             prior.get(name).clone()
         }
     };
-    let taken = log
-        .taken
-        .get()
-        .map(|stored| Value::from(stored.path.display().to_string()));
+    let taken = log.taken.get().map(|kept| Value::from(kept.as_str()));
     let path = match (taken, state.get(TAKEN).is_unknown()) {
         (Some(path), true) => path,
         (Some(path), false) => {
@@ -273,88 +348,6 @@ pub fn record(prior: &Value, state: &mut Value, log: &SnapshotLog, found: &mut D
     set(state, RESTORED, restored);
 }
 
-/// `restore_from`, for the apply: none when state records its snapshot
-/// restored already (or restores none: planned known).
-pub fn restore_for_apply(state: &Value) -> Option<RestoreFrom> {
-    state
-        .get(RESTORED)
-        .is_unknown()
-        .then(|| restore_from(state))
-        .flatten()
-}
-
-/// `restore_from`, typed.
-pub fn restore_from(value: &Value) -> Option<RestoreFrom> {
-    let restore = value.get(RESTORE);
-    Some(RestoreFrom {
-        snapshot: PathBuf::from(restore.get("snapshot").as_str()?),
-        identity_file: PathBuf::from(restore.get("age_identity_file").as_str()?),
-    })
-}
-
-/// A new `restore_from`: the snapshot must open with the identity, and no
-/// control plane of the cluster may be left (a restore is for a cluster
-/// whose etcd is gone, never over a running one).
-fn plan_restore(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut Diagnostics) {
-    let restored = if prior.is_null() {
-        Value::Null
-    } else {
-        prior.get(RESTORED).clone()
-    };
-    set(planned, RESTORED, restored.clone());
-    let Some(from) = restore_from(planned) else {
-        return;
-    };
-    // A snapshot may be restored at apply unless it was before.
-    let fingerprint = from.fingerprint().ok();
-    if fingerprint.is_none() || fingerprint.as_deref() != restored.as_str() {
-        set(planned, RESTORED, Value::Unknown);
-    }
-    if restore_from(prior).as_ref() == Some(&from) {
-        return;
-    }
-    if let Err(e) = from.check_readable() {
-        diagnostics.push(
-            Diagnostic::error("Cannot open the snapshot to restore", format!("{e}."))
-                .at(AttrPath::attr(RESTORE).attr_of("snapshot")),
-        );
-    }
-    // Whose it is, when the secrets are known here (else the apply checks).
-    if let Ok(Some(facts)) = SnapshotFacts::read(&from.snapshot)
-        && let Some(text) = planned.get("machine_secrets").as_str()
-        && let Ok(secrets) = Secrets::from_yaml(text)
-        && let Err(why) = facts.check_cluster(&secrets_fingerprint(&secrets))
-    {
-        diagnostics.push(
-            Diagnostic::error(
-                "restore_from: a snapshot of another cluster",
-                format!("{why}. Set restore_from to a snapshot of this cluster."),
-            )
-            .at(AttrPath::attr(RESTORE).attr_of("snapshot")),
-        );
-    }
-    let left: Vec<String> = nodes_from(prior.get(nodes))
-        .into_iter()
-        .map(|n| n.name)
-        .collect();
-    if !left.is_empty() {
-        diagnostics.push(
-            Diagnostic::error(
-                "restore_from on a cluster whose control planes exist",
-                format!(
-                    "These control planes exist: {}. A restore starts etcd anew from the \
-                     snapshot, and hct does it only where no control plane is left (the \
-                     cluster's etcd is lost) or on a new cluster, never over a running etcd. \
-                     Remove restore_from; to roll the cluster back to the snapshot, delete every \
-                     control-plane server first (`hcloud server delete …`), then apply with it.",
-                    left.join(", ")
-                ),
-            )
-            .at(AttrPath::attr(RESTORE)),
-        );
-    }
-}
-
 /// The releases that change, in words, for the refusal.
 fn upgrades(prior: &Value, planned: &Value) -> Vec<String> {
     [
@@ -369,5 +362,8 @@ fn upgrades(prior: &Value, planned: &Value) -> Vec<String> {
     .collect()
 }
 
+mod restore;
+
+pub use restore::for_apply as restore_for_apply;
 #[cfg(test)]
 mod tests;

@@ -66,7 +66,7 @@ impl GroupKind for Cluster {
     const SERVERS: &'static str = "the control-plane servers";
     const PLACEMENT_GROUP_IDS: bool = false;
     const ROLE: Role = Role::ControlPlane;
-    const WRITE_ONLY: &'static [&'static str] = &[schema::CCM_TOKEN_WO];
+    const WRITE_ONLY: &'static [&'static [&'static str]] = schema::WRITE_ONLY;
 
     const SCHEMA: fn() -> Schema = schema::schema;
     const VALIDATE: fn(&Value) -> Diagnostics = model::validate;
@@ -125,7 +125,7 @@ impl GroupKind for Cluster {
             ] {
                 set(planned, name, Value::Unknown);
             }
-            etcd_backup::plan(prior, planned, NODES, &mut plan.diagnostics);
+            etcd_backup::plan(prior, planned, NODES, &mut plan.diagnostics).await;
             if !parallel {
                 set(planned, "worker_join", Value::Unknown);
             }
@@ -192,7 +192,7 @@ impl GroupKind for Cluster {
             &mut plan.diagnostics,
         );
         set(planned, NODES, nodes);
-        etcd_backup::plan(prior, planned, NODES, &mut plan.diagnostics);
+        etcd_backup::plan(prior, planned, NODES, &mut plan.diagnostics).await;
         plan_client_configs(prior, planned);
         // After the settings: an unknown id would make them unknown.
         load_balancer::plan(&network_plan, prior, planned);
@@ -268,7 +268,7 @@ impl GroupKind for Cluster {
         );
         let mut spec = model::control_plane_group(state);
         spec.snapshots = etcd_backup::rule(state)?;
-        spec.restore_from = etcd_backup::restore_for_apply(state);
+        spec.restore_from = etcd_backup::restore_for_apply(state)?;
         Ok(Prepared {
             spec,
             settings,

@@ -20,7 +20,7 @@ use crate::cluster::{GroupSpec, NodeSlot, this_run};
 use crate::hcloud::models::Labels;
 use crate::provider::{Applied, ApplyRequest, Context, Plan, PlanRequest, Resource};
 use crate::resources::timeouts::{self, Operation};
-use crate::resources::values::{failed, set};
+use crate::resources::values::{failed, get_at, set, set_at};
 use crate::talos::Role;
 use crate::tf::{Diagnostic, Diagnostics, Schema, Value};
 
@@ -56,9 +56,10 @@ pub trait GroupKind: Send + Sync + 'static {
     const PLACEMENT_GROUP_IDS: bool;
     /// The control plane (which records etcd's bootstrap) or a pool.
     const ROLE: Role;
-    /// Write-only attributes: null in plan and state; their configured
-    /// values are in the state an apply works on (`prepare`, `finish`).
-    const WRITE_ONLY: &'static [&'static str];
+    /// Write-only attributes (paths of attribute names, nested ones too):
+    /// null in plan and state; their configured values are in the state an
+    /// apply works on (`prepare`, `finish`).
+    const WRITE_ONLY: &'static [&'static [&'static str]];
 
     const SCHEMA: fn() -> Schema;
     /// Checks without API calls; unknown values pass.
@@ -151,9 +152,17 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             private: request.prior_private.clone(),
             ..Plan::default()
         };
+        // The plan sees write-only values as the apply does (`prepare`).
+        for path in K::WRITE_ONLY {
+            set_at(
+                &mut plan.planned,
+                path,
+                get_at(&request.config, path).clone(),
+            );
+        }
         K::plan(ctx, &request.prior, &request.config, &mut plan).await;
-        for name in K::WRITE_ONLY {
-            set(&mut plan.planned, name, Value::Null);
+        for path in K::WRITE_ONLY {
+            set_at(&mut plan.planned, path, Value::Null);
         }
         plan
     }
@@ -172,8 +181,8 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             Err(d) => return failed(request.prior, d),
         };
         let mut state = request.planned.clone();
-        for name in K::WRITE_ONLY {
-            set(&mut state, name, request.config.get(name).clone());
+        for path in K::WRITE_ONLY {
+            set_at(&mut state, path, get_at(&request.config, path).clone());
         }
         let prepared = match K::prepare(&mut state) {
             Ok(p) => p,
@@ -214,8 +223,8 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         set(&mut state, K::NODES, nodes_value(&outcome.nodes));
         tell_pools_if_failed(&prepared, &outcome.diagnostics);
         K::finish(ctx, &request.prior, &mut state, &prepared, &mut outcome).await;
-        for name in K::WRITE_ONLY {
-            set(&mut state, name, Value::Null);
+        for path in K::WRITE_ONLY {
+            set_at(&mut state, path, Value::Null);
         }
         tell_pools_if_failed(&prepared, &outcome.diagnostics);
         if request.prior.is_null() && !outcome.left_something && outcome.diagnostics.has_errors() {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::talos::Secrets;
 
 const RECIPIENT: &str = "age1sxfzqgu7k66rpk87eccfvmg2dx8dzd774y8wk64rsahxteudn4zqr8vpz8";
 
@@ -28,13 +29,17 @@ fn cluster(talos: &str, sha: Value, taken: Value) -> Value {
 fn backup(recipients: Vec<Value>) -> Value {
     Value::object([
         ("local_directory", Value::from("snapshots")),
+        (BUCKET, Value::Null),
         ("age_recipients", Value::List(recipients)),
     ])
 }
 
 fn planned(prior: &Value, mut planned: Value) -> (Value, Diagnostics) {
     let mut found = Diagnostics::new();
-    plan(prior, &mut planned, "nodes", &mut found);
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(plan(prior, &mut planned, "nodes", &mut found));
     (planned, found)
 }
 
@@ -126,8 +131,95 @@ fn recipients_and_the_directory_are_checked_at_their_paths() {
     assert!(validate(&config).is_empty());
     assert!(matches!(
         rule(&config),
-        Ok(SnapshotRule::Store { directory, .. }) if directory == std::path::Path::new("snapshots")
+        Ok(SnapshotRule::Store { destination: Destination::Directory(directory), .. })
+            if directory == std::path::Path::new("snapshots")
     ));
+}
+
+fn bucket(fields: &[(&str, &str)]) -> Value {
+    let fields: Vec<(&str, Value)> = fields.iter().map(|(n, v)| (*n, Value::from(*v))).collect();
+    let bucket = s3_bucket::for_tests(&fields);
+    let mut backup = backup(vec![Value::from(RECIPIENT)]);
+    set(&mut backup, "local_directory", Value::Null);
+    set(&mut backup, BUCKET, bucket);
+    backup
+}
+
+#[test]
+fn a_bucket_is_hetzners_unless_named_and_prefixed_with_the_cluster() {
+    let mut config = cluster("v1.14.0", Value::Null, Value::Null);
+    set(&mut config, "name", Value::from("demo"));
+    set(&mut config, ATTRIBUTE, bucket(&[]));
+    assert!(validate(&config).is_empty());
+    let typed = bucket_config(&config).unwrap().unwrap();
+    assert_eq!(
+        typed.endpoint.as_str(),
+        "https://fsn1.your-objectstorage.com/"
+    );
+    assert_eq!(
+        (typed.region.as_str(), typed.prefix.as_str()),
+        ("fsn1", "demo/")
+    );
+    assert_eq!(typed.access_key.expose(), "AKID");
+    assert!(matches!(
+        rule(&config),
+        Ok(SnapshotRule::Store {
+            destination: Destination::Bucket(_),
+            ..
+        })
+    ));
+
+    set(
+        &mut config,
+        ATTRIBUTE,
+        bucket(&[
+            ("location", "hel1"),
+            ("endpoint", "http://127.0.0.1:9000"),
+            ("prefix", ""),
+        ]),
+    );
+    let typed = bucket_config(&config).unwrap().unwrap();
+    assert_eq!(typed.endpoint.as_str(), "http://127.0.0.1:9000/");
+    assert_eq!((typed.region.as_str(), typed.prefix.as_str()), ("hel1", ""));
+}
+
+#[test]
+fn a_bucket_and_a_directory_are_one_or_the_other_and_keys_are_named() {
+    let mut config = cluster("v1.14.0", Value::Null, Value::Null);
+    let mut both = bucket(&[]);
+    set(&mut both, "local_directory", Value::from("snapshots"));
+    set(&mut config, ATTRIBUTE, both);
+    let found = validate(&config);
+    assert_eq!(
+        found
+            .iter()
+            .next()
+            .map(|d| d.path.as_ref().unwrap().to_string()),
+        Some("etcd_backup.bucket".to_string())
+    );
+
+    let mut neither = backup(vec![Value::from(RECIPIENT)]);
+    set(&mut neither, "local_directory", Value::Null);
+    set(&mut config, ATTRIBUTE, neither);
+    assert_eq!(
+        validate(&config).iter().next().unwrap().summary,
+        "Nowhere for the etcd snapshots"
+    );
+
+    for (field, value, path) in [
+        ("secret_key", "", "etcd_backup.bucket.secret_key"),
+        ("endpoint", "s3.example.com", "etcd_backup.bucket.endpoint"),
+    ] {
+        set(&mut config, ATTRIBUTE, bucket(&[(field, value)]));
+        let found = validate(&config);
+        let d = found.iter().next().expect("an error");
+        assert_eq!(d.path.as_ref().unwrap().to_string(), path);
+        assert!(
+            !d.detail.contains("SECRET") && !d.detail.contains("AKID"),
+            "{}",
+            d.detail
+        );
+    }
 }
 
 #[test]
@@ -144,12 +236,7 @@ fn state_names_the_snapshot_taken_else_the_one_before() {
     assert_eq!(state.get(TAKEN), &Value::from("old.etcd.age"));
     assert!(found.is_empty() && state.get(RESTORED).is_null());
     let log = SnapshotLog::default();
-    log.taken
-        .set(crate::backup::Stored {
-            path: PathBuf::from("snapshots/new.etcd.age"),
-            bytes: 10,
-        })
-        .unwrap();
+    log.taken.set("snapshots/new.etcd.age".to_string()).unwrap();
     log.restored.set("sha256:ab".to_string()).unwrap();
     let (state, found) = record_of(Value::Unknown, &log);
     assert_eq!(state.get(TAKEN), &Value::from("snapshots/new.etcd.age"));

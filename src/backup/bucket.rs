@@ -1,0 +1,350 @@
+//! An S3-compatible bucket where snapshots and their facts are kept
+//! (Hetzner Object Storage, `https://<location>.your-objectstorage.com`, or
+//! any other S3 server): objects put from a local file, read back into one,
+//! listed. Every request is signed with AWS SigV4 (a URL presigned for a few
+//! minutes, by rusty-s3) and sent with reqwest, path-style.
+//!
+//! The keys never leave this file: a signed URL names the access key's id,
+//! so no URL goes into an error or a log (reqwest's errors are stripped of
+//! theirs), and the `Debug` of a [`Bucket`] shows neither key.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusty_s3::actions::{GetObject, ListObjectsV2, ListObjectsV2Response, PutObject, S3Action};
+use rusty_s3::{Credentials, UrlStyle};
+use tokio::io::AsyncWriteExt;
+use url::Url;
+
+use super::BackupError;
+use crate::secret::Secret;
+
+/// How long a signed request is good for (to start, not to finish).
+const SIGNED_FOR: Duration = Duration::from_secs(300);
+/// Each request but an upload's or a download's body.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A bucket as the configuration names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketConfig {
+    pub endpoint: Url,
+    pub name: String,
+    /// The SigV4 region: Hetzner's location (`fsn1`).
+    pub region: String,
+    /// Put before every key: `<cluster>/` unless set.
+    pub prefix: String,
+    pub access_key: Secret,
+    pub secret_key: Secret,
+}
+
+/// Hetzner Object Storage's endpoint for a location.
+pub fn hetzner_endpoint(location: &str) -> String {
+    format!("https://{location}.your-objectstorage.com")
+}
+
+/// An object of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its key, the prefix included.
+    pub key: String,
+    pub bytes: u64,
+    /// As the server says it (RFC 3339).
+    pub last_modified: String,
+}
+
+/// A bucket to talk to; cheap to clone.
+#[derive(Clone)]
+pub struct Bucket(std::sync::Arc<Inner>);
+
+struct Inner {
+    s3: rusty_s3::Bucket,
+    credentials: Credentials,
+    name: String,
+    prefix: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for Bucket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bucket")
+            .field("name", &self.0.name)
+            .field("prefix", &self.0.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bucket {
+    pub fn open(config: &BucketConfig) -> Result<Self, BackupError> {
+        let invalid = |reason: String| BackupError::Bucket {
+            bucket: config.name.clone(),
+            key: String::new(),
+            reason,
+        };
+        let s3 = rusty_s3::Bucket::new(
+            config.endpoint.clone(),
+            UrlStyle::Path,
+            config.name.clone(),
+            config.region.clone(),
+        )
+        .map_err(|e| invalid(format!("not a bucket: {e}")))?;
+        // reqwest takes TLS crypto from the process default: ring, as everywhere in hct.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .user_agent(format!(
+                "terraform-provider-hct/{}",
+                crate::build_info::VERSION
+            ))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| invalid(e.without_url().to_string()))?;
+        Ok(Self(std::sync::Arc::new(Inner {
+            s3,
+            credentials: Credentials::new(
+                config.access_key.expose().to_string(),
+                config.secret_key.expose().to_string(),
+            ),
+            name: config.name.clone(),
+            prefix: config.prefix.clone(),
+            http,
+        })))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The key of `name` under the prefix.
+    pub fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.0.prefix)
+    }
+
+    /// `s3://<bucket>/<key>`: how state and logs name an object.
+    pub fn location(&self, key: &str) -> String {
+        format!("s3://{}/{key}", self.0.name)
+    }
+
+    fn error(&self, key: &str, reason: impl Into<String>) -> BackupError {
+        BackupError::Bucket {
+            bucket: self.0.name.clone(),
+            key: key.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    fn transport(&self, key: &str, e: reqwest::Error) -> BackupError {
+        self.error(key, e.without_url().to_string())
+    }
+
+    /// Puts the file at `path` as `key`.
+    pub async fn put_file(&self, key: &str, path: &Path) -> Result<(), BackupError> {
+        let file = tokio::fs::File::open(path)
+            .await
+            .map_err(|source| BackupError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let length = file
+            .metadata()
+            .await
+            .map_err(|source| BackupError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .len();
+        let body = reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::new(file));
+        self.put(key, body, length).await
+    }
+
+    /// Puts `bytes` as `key`.
+    pub async fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<(), BackupError> {
+        let length = bytes.len() as u64;
+        self.put(key, reqwest::Body::from(bytes), length).await
+    }
+
+    async fn put(&self, key: &str, body: reqwest::Body, length: u64) -> Result<(), BackupError> {
+        let url = PutObject::new(&self.0.s3, Some(&self.0.credentials), key).sign(SIGNED_FOR);
+        let response = self
+            .0
+            .http
+            .put(url)
+            // S3 takes no body of unknown length.
+            .header(reqwest::header::CONTENT_LENGTH, length)
+            .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.transport(key, e))?;
+        self.check(key, response).await.map(drop)
+    }
+
+    /// A signed GET (`timeout` for the whole answer, unless it streams a
+    /// large object): the answer, None on 404, else the server's error.
+    async fn fetch(
+        &self,
+        url: Url,
+        key: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Option<reqwest::Response>, BackupError> {
+        let mut request = self.0.http.get(url);
+        if let Some(timeout) = timeout {
+            request = request.timeout(timeout);
+        }
+        let response = request.send().await.map_err(|e| self.transport(key, e))?;
+        if response.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        self.check(key, response).await.map(Some)
+    }
+
+    fn object_url(&self, key: &str) -> Url {
+        GetObject::new(&self.0.s3, Some(&self.0.credentials), key).sign(SIGNED_FOR)
+    }
+
+    /// Writes the object `key` into a new file at `to`; false when there is
+    /// no such object.
+    pub async fn download(&self, key: &str, to: &Path) -> Result<bool, BackupError> {
+        let Some(mut response) = self.fetch(self.object_url(key), key, None).await? else {
+            return Ok(false);
+        };
+        let io = |source| BackupError::Io {
+            path: to.to_path_buf(),
+            source,
+        };
+        let mut options = tokio::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        options.mode(0o600);
+        let mut file = options.open(to).await.map_err(io)?;
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport(key, e))? {
+            file.write_all(&chunk).await.map_err(io)?;
+        }
+        file.flush().await.map_err(io)?;
+        Ok(true)
+    }
+
+    /// The object `key`, whole (small objects: facts); None when missing.
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BackupError> {
+        let url = self.object_url(key);
+        let Some(response) = self.fetch(url, key, Some(REQUEST_TIMEOUT)).await? else {
+            return Ok(None);
+        };
+        let bytes = response.bytes().await.map_err(|e| self.transport(key, e))?;
+        Ok(Some(bytes.to_vec()))
+    }
+
+    /// One page of the objects under the prefix (at most `max` of them).
+    async fn page(
+        &self,
+        token: Option<&str>,
+        max: Option<usize>,
+    ) -> Result<ListObjectsV2Response, BackupError> {
+        let prefix = self.0.prefix.as_str();
+        let mut action = ListObjectsV2::new(&self.0.s3, Some(&self.0.credentials));
+        action.with_prefix(prefix);
+        if let Some(token) = token {
+            action.with_continuation_token(token);
+        }
+        if let Some(max) = max {
+            action.with_max_keys(max);
+        }
+        let answer = self
+            .fetch(action.sign(SIGNED_FOR), prefix, Some(REQUEST_TIMEOUT))
+            .await?
+            .ok_or_else(|| self.error(prefix, "no such bucket (HTTP 404)"))?;
+        let text = answer.text().await.map_err(|e| self.transport(prefix, e))?;
+        ListObjectsV2::parse_response(&text)
+            .map_err(|e| self.error(prefix, format!("not a ListObjectsV2 answer: {e}")))
+    }
+
+    /// Whether the keys may list the bucket under the prefix: one cheap
+    /// signed request, made before a snapshot is streamed (a server that
+    /// refuses an upload may close the connection before it can say why).
+    pub async fn check_access(&self) -> Result<(), BackupError> {
+        self.page(None, Some(1)).await.map(drop)
+    }
+
+    /// Every object under the prefix, page after page.
+    pub async fn list(&self) -> Result<Vec<Listed>, BackupError> {
+        let mut found = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = self.page(token.as_deref(), None).await?;
+            found.extend(page.contents.into_iter().map(|object| Listed {
+                key: object.key,
+                bytes: object.size.unwrap_or_default(),
+                last_modified: object.last_modified.unwrap_or_default(),
+            }));
+            match page.next_continuation_token {
+                Some(next) if !next.is_empty() => token = Some(next),
+                _ => return Ok(found),
+            }
+        }
+    }
+
+    /// A 2xx answer, or the error the server gave (its S3 code and message).
+    async fn check(
+        &self,
+        key: &str,
+        response: reqwest::Response,
+    ) -> Result<reqwest::Response, BackupError> {
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let body = response.text().await.unwrap_or_default();
+        let field = |name: &str| {
+            let open = format!("<{name}>");
+            let start = body.find(&open)? + open.len();
+            let end = body[start..].find(&format!("</{name}>"))? + start;
+            Some(body[start..end].to_string())
+        };
+        let said = match (field("Code"), field("Message")) {
+            (Some(code), Some(message)) => format!("{code}: {message}"),
+            (Some(code), None) => code,
+            _ => "no S3 error in the answer".to_string(),
+        };
+        Err(self.error(key, format!("HTTP {status}, {said}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> BucketConfig {
+        BucketConfig {
+            endpoint: Url::parse(&hetzner_endpoint("fsn1")).unwrap(),
+            name: "backups".into(),
+            region: "fsn1".into(),
+            prefix: "demo/".into(),
+            access_key: Secret::new("AKIDNOTSHOWN"),
+            secret_key: Secret::new("SECRETNOTSHOWN"),
+        }
+    }
+
+    #[test]
+    fn keys_and_locations_carry_the_prefix_and_no_credential() {
+        let bucket = Bucket::open(&config()).unwrap();
+        let key = bucket.key("demo-20261207T045012Z-pre-change.etcd.age");
+        assert_eq!(key, "demo/demo-20261207T045012Z-pre-change.etcd.age");
+        assert_eq!(
+            bucket.location(&key),
+            "s3://backups/demo/demo-20261207T045012Z-pre-change.etcd.age"
+        );
+        let shown = format!("{bucket:?} {:?}", config());
+        assert!(!shown.contains("AKIDNOTSHOWN"), "{shown}");
+        assert!(!shown.contains("SECRETNOTSHOWN"), "{shown}");
+    }
+
+    #[test]
+    fn requests_are_path_style_and_signed() {
+        let bucket = Bucket::open(&config()).unwrap();
+        let url =
+            PutObject::new(&bucket.0.s3, Some(&bucket.0.credentials), "demo/x").sign(SIGNED_FOR);
+        assert_eq!(url.host_str(), Some("fsn1.your-objectstorage.com"));
+        assert_eq!(url.path(), "/backups/demo/x");
+        let query = url.query().unwrap_or_default();
+        assert!(query.contains("X-Amz-Signature="), "{query}");
+        assert!(query.contains("%2Ffsn1%2Fs3%2Faws4_request"), "{query}");
+    }
+}

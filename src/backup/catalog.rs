@@ -1,0 +1,57 @@
+//! The snapshots a bucket holds under its prefix, newest first, each with
+//! the facts hct wrote beside it (`<key>.json`), when there are.
+
+use super::{BackupError, Bucket, SnapshotFacts};
+
+/// The name every snapshot's key ends with.
+pub const SNAPSHOT_SUFFIX: &str = ".etcd.age";
+
+/// A snapshot in the bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Catalogued {
+    /// `s3://<bucket>/<key>`, as `restore_from.snapshot` takes it.
+    pub location: String,
+    pub key: String,
+    /// The encrypted object's size.
+    pub bytes: u64,
+    pub last_modified: String,
+    /// None for a snapshot without facts, or facts hct cannot read.
+    pub facts: Option<SnapshotFacts>,
+}
+
+impl Catalogued {
+    /// When it was taken (its facts), else when it was stored.
+    fn time(&self) -> &str {
+        self.facts
+            .as_ref()
+            .map_or(self.last_modified.as_str(), |f| f.taken_at.as_str())
+    }
+}
+
+/// Every snapshot under the bucket's prefix, newest first; snapshots whose
+/// facts name another cluster than `cluster` are left out.
+pub async fn snapshots(bucket: &Bucket, cluster: &str) -> Result<Vec<Catalogued>, BackupError> {
+    let mut found = Vec::new();
+    for object in bucket.list().await? {
+        if !object.key.ends_with(SNAPSHOT_SUFFIX) {
+            continue;
+        }
+        let facts = bucket
+            .get(&format!("{}.json", object.key))
+            .await?
+            .and_then(|bytes| serde_json::from_slice::<SnapshotFacts>(&bytes).ok());
+        if facts.as_ref().is_some_and(|f| f.cluster != cluster) {
+            continue;
+        }
+        found.push(Catalogued {
+            location: bucket.location(&object.key),
+            key: object.key,
+            bytes: object.bytes,
+            last_modified: object.last_modified,
+            facts,
+        });
+    }
+    // RFC 3339 in UTC sorts by time.
+    found.sort_by(|a, b| b.time().cmp(a.time()).then_with(|| b.key.cmp(&a.key)));
+    Ok(found)
+}

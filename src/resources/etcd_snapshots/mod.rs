@@ -1,0 +1,169 @@
+//! `hct_etcd_snapshots` (data source): the etcd snapshots of a cluster in
+//! a bucket, newest first, with what their facts say (when taken, from
+//! which node, the releases the cluster ran): where to pick the
+//! `restore_from.snapshot` of a restore.
+
+use async_trait::async_trait;
+
+use crate::backup::{self, Bucket, Catalogued};
+use crate::provider::{Context, DataSource};
+use crate::resources::s3_bucket::{self, Keys};
+use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Schema, Type, Value};
+
+pub const TYPE_NAME: &str = "hct_etcd_snapshots";
+
+pub struct EtcdSnapshotsDataSource;
+
+fn snapshot_attributes() -> Vec<Attribute> {
+    vec![
+        Attribute::computed("location", Type::String)
+            .description("`s3://<bucket>/<key>`: what `restore_from.snapshot` takes."),
+        Attribute::computed("key", Type::String).description("The object's key."),
+        Attribute::computed("bytes", Type::Number)
+            .description("The encrypted object's size in bytes."),
+        Attribute::computed("last_modified", Type::String)
+            .description("When the bucket stored it, as the server says (RFC 3339)."),
+        Attribute::computed("taken_at", Type::String)
+            .description("When it was taken (UTC, RFC 3339); null without facts."),
+        Attribute::computed("node", Type::String)
+            .description("The control plane it was taken from; null without facts."),
+        Attribute::computed("etcd_bytes", Type::Number)
+            .description("etcd's bytes before encryption; null without facts."),
+        Attribute::computed("talos_version", Type::String)
+            .description("The Talos release the cluster ran; null without facts."),
+        Attribute::computed("kubernetes_version", Type::String).description(
+            "The Kubernetes release the cluster ran; null without facts or when unset.",
+        ),
+    ]
+}
+
+fn bucket_path() -> AttrPath {
+    AttrPath::attr(s3_bucket::ATTRIBUTE)
+}
+
+fn bucket_config(config: &Value) -> Result<Option<backup::BucketConfig>, Diagnostic> {
+    s3_bucket::config(
+        config.get(s3_bucket::ATTRIBUTE),
+        config.get("cluster").as_str().unwrap_or_default(),
+        &bucket_path(),
+    )
+}
+
+/// One snapshot as the data source shows it.
+fn snapshot_value(found: &Catalogued) -> Value {
+    let facts = found.facts.as_ref();
+    let text = |f: fn(&backup::SnapshotFacts) -> Option<&str>| {
+        facts.and_then(f).map_or(Value::Null, Value::from)
+    };
+    Value::object([
+        ("location", Value::from(found.location.as_str())),
+        ("key", Value::from(found.key.as_str())),
+        ("bytes", Value::from(found.bytes as i64)),
+        ("last_modified", Value::from(found.last_modified.as_str())),
+        ("taken_at", text(|f| Some(f.taken_at.as_str()))),
+        ("node", text(|f| Some(f.node.as_str()))),
+        (
+            "etcd_bytes",
+            facts.map_or(Value::Null, |f| Value::from(f.bytes as i64)),
+        ),
+        ("talos_version", text(|f| Some(f.talos_version.as_str()))),
+        (
+            "kubernetes_version",
+            text(|f| f.kubernetes_version.as_deref()),
+        ),
+    ])
+}
+
+#[async_trait]
+impl DataSource for EtcdSnapshotsDataSource {
+    fn type_name(&self) -> &'static str {
+        TYPE_NAME
+    }
+
+    fn schema(&self) -> Schema {
+        Schema::new(
+            0,
+            "The etcd snapshots of a cluster that hct keeps in a bucket (`hct_cluster`'s \
+             `etcd_backup.bucket`), newest first: each with its `location` for \
+             `restore_from.snapshot` and what hct wrote of it beside it (when it was taken, from \
+             which control plane, the Talos and Kubernetes releases). Snapshots whose facts name \
+             another cluster are left out. See docs/guides/backup-and-restore.md.",
+        )
+        .attribute(Attribute::required("cluster", Type::String).description(
+            "The cluster's name (`hct_cluster.name`): the default prefix is `<cluster>/`.",
+        ))
+        .attribute(
+            Attribute::nested(
+                s3_bucket::ATTRIBUTE,
+                Mode::Required,
+                Nesting::Single,
+                s3_bucket::attributes(Keys::Sensitive),
+            )
+            .description(
+                "The bucket, as in `hct_cluster.etcd_backup.bucket`; its keys are sensitive here \
+                 (Terraform has no write-only arguments for data sources), so they are in this \
+                 data source's state: prefer a key pair that may only read the bucket.",
+            ),
+        )
+        .attribute(
+            Attribute::computed("id", Type::String)
+                .description("`s3://<bucket>/<prefix>`: where the snapshots were listed."),
+        )
+        .attribute(
+            Attribute::nested(
+                "snapshots",
+                Mode::Computed,
+                Nesting::List,
+                snapshot_attributes(),
+            )
+            .description("The snapshots, newest first."),
+        )
+    }
+
+    fn validate(&self, config: &Value) -> Diagnostics {
+        let mut found = Diagnostics::new();
+        if config.get(s3_bucket::ATTRIBUTE).is_wholly_known()
+            && config.get("cluster").is_wholly_known()
+            && let Err(d) = bucket_config(config)
+        {
+            found.push(d);
+        }
+        found
+    }
+
+    async fn read(&self, _ctx: &Context, config: &Value) -> (Option<Value>, Diagnostics) {
+        let bucket = match bucket_config(config) {
+            Ok(Some(typed)) => Bucket::open(&typed),
+            Ok(None) => return (None, Diagnostics::new()),
+            Err(d) => return (None, d.into()),
+        };
+        let listed = match bucket {
+            Ok(bucket) => {
+                let cluster = config.get("cluster").as_str().unwrap_or_default();
+                backup::snapshots(&bucket, cluster)
+                    .await
+                    .map(|found| (bucket.location(&bucket.key("")), found))
+            }
+            Err(e) => Err(e),
+        };
+        let (id, found) = match listed {
+            Ok(listed) => listed,
+            Err(e) => {
+                let d = Diagnostic::error("Cannot list the etcd snapshots", format!("{e}."))
+                    .at(bucket_path());
+                return (None, d.into());
+            }
+        };
+        let mut state = config.clone();
+        crate::resources::values::set(&mut state, "id", Value::from(id));
+        crate::resources::values::set(
+            &mut state,
+            "snapshots",
+            Value::List(found.iter().map(snapshot_value).collect()),
+        );
+        (Some(state), Diagnostics::new())
+    }
+}
+
+#[cfg(test)]
+mod tests;

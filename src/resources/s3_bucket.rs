@@ -1,0 +1,133 @@
+//! The `bucket` attribute: an S3-compatible bucket of etcd snapshots
+//! (Hetzner Object Storage by default), as `hct_cluster.etcd_backup` and
+//! the `hct_etcd_snapshots` data source name it; its attributes and their
+//! typed form, decoded once (the client is `backup::Bucket`).
+
+use crate::backup::{BucketConfig, hetzner_endpoint};
+use crate::secret::Secret;
+use crate::tf::{AttrPath, Attribute, Diagnostic, Type, Value};
+
+pub const ATTRIBUTE: &str = "bucket";
+/// Hetzner Object Storage's location when none is named.
+const DEFAULT_LOCATION: &str = "fsn1";
+
+/// How the keys are taken.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// Write-only (a resource): never in plan or state.
+    WriteOnly,
+    /// Sensitive (a data source, which Terraform gives no write-only
+    /// attributes): in its state, hidden in plans and output.
+    Sensitive,
+}
+
+pub fn attributes(keys: Keys) -> Vec<Attribute> {
+    let key = |name: &str| {
+        let attribute = Attribute::required(name, Type::String).sensitive();
+        match keys {
+            Keys::WriteOnly => attribute.write_only(),
+            Keys::Sensitive => attribute,
+        }
+    };
+    vec![
+        Attribute::required("name", Type::String).description("The bucket; it must exist."),
+        Attribute::optional("location", Type::String).description(
+            "Hetzner Object Storage's location (`fsn1`, `nbg1`, `hel1`; default `fsn1`): the \
+             endpoint's host and the region requests are signed for.",
+        ),
+        Attribute::optional("endpoint", Type::String).description(
+            "Another S3-compatible server instead, e.g. `https://s3.example.com` (requests are \
+             path-style). Default `https://<location>.your-objectstorage.com`.",
+        ),
+        Attribute::optional("prefix", Type::String)
+            .description("Put before every object's name; default `<cluster name>/`."),
+        key("access_key").description(match keys {
+            Keys::WriteOnly => {
+                "The S3 access key (write-only: Terraform and OpenTofu 1.11 or newer; never in \
+                 plan or state). Its key pair needs to list and put objects in the bucket, and \
+                 for a restore from it, read them."
+            }
+            Keys::Sensitive => {
+                "The S3 access key (sensitive: like every data source argument, in state). A \
+                 key pair that may only read the bucket is enough."
+            }
+        }),
+        key("secret_key").description("The S3 secret key, as `access_key`."),
+    ]
+}
+
+/// `bucket` (the value at `path`), typed: Err names the attribute that is
+/// wrong; None when it is null. The prefix defaults to `<cluster>/`.
+pub fn config(
+    bucket: &Value,
+    cluster: &str,
+    path: &AttrPath,
+) -> Result<Option<BucketConfig>, Diagnostic> {
+    if bucket.is_null() {
+        return Ok(None);
+    }
+    let at = |name: &str| path.clone().attr_of(name);
+    let text = |name: &str| {
+        bucket
+            .get(name)
+            .as_str()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    };
+    let missing = |name: &str, what: &str| {
+        Diagnostic::error(format!("{path}.{name} is not set"), format!("Set {what}.")).at(at(name))
+    };
+    let name = text("name").ok_or_else(|| missing("name", "the bucket's name"))?;
+    let location = text("location").unwrap_or(DEFAULT_LOCATION);
+    let endpoint = text("endpoint")
+        .map(str::to_string)
+        .unwrap_or_else(|| hetzner_endpoint(location));
+    let endpoint = url::Url::parse(&endpoint)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "https" | "http") && u.host().is_some())
+        .ok_or_else(|| {
+            Diagnostic::error(
+                format!("Invalid {path}.endpoint"),
+                format!(
+                    "{endpoint:?} is not an http(s) URL; expected e.g. \"https://s3.example.com\", \
+                     or leave it unset for Hetzner Object Storage."
+                ),
+            )
+            .at(at("endpoint"))
+        })?;
+    let prefix = match bucket.get("prefix").as_str() {
+        Some(prefix) => prefix.to_string(),
+        None => format!("{cluster}/"),
+    };
+    let key = |name: &str| {
+        text(name)
+            .map(Secret::new)
+            .ok_or_else(|| missing(name, "the bucket's S3 key"))
+    };
+    Ok(Some(BucketConfig {
+        endpoint,
+        name: name.to_string(),
+        region: location.to_string(),
+        prefix,
+        access_key: key("access_key")?,
+        secret_key: key("secret_key")?,
+    }))
+}
+
+/// A `bucket` value for tests: Hetzner's defaults, keys `AKID`/`SECRET`,
+/// with `fields` set over it.
+#[cfg(test)]
+pub fn for_tests(fields: &[(&str, Value)]) -> Value {
+    let mut bucket = Value::object([
+        ("name", Value::from("backups")),
+        ("location", Value::Null),
+        ("endpoint", Value::Null),
+        ("prefix", Value::Null),
+        ("access_key", Value::from("AKID")),
+        ("secret_key", Value::from("SECRET")),
+    ]);
+    for (name, value) in fields {
+        crate::resources::values::set(&mut bucket, name, value.clone());
+    }
+    bucket
+}
