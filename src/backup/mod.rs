@@ -14,6 +14,8 @@
 //! - [`Destination`]: where they are kept, a local directory or a
 //!   [`Bucket`] (S3-compatible, `bucket.rs`); [`snapshots`]: what a bucket
 //!   holds, newest first.
+//! - [`secrets_name`], [`encrypt`], [`latest_secrets`]: the machine secrets
+//!   kept beside the snapshots (`secrets.rs`).
 //!
 //! No I/O but local files and the bucket's; no Terraform values.
 
@@ -22,6 +24,7 @@ mod catalog;
 mod destination;
 mod facts;
 mod read;
+mod secrets;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -32,6 +35,7 @@ pub use catalog::{Catalogued, SNAPSHOT_SUFFIX, snapshots};
 pub use destination::{Destination, Staging};
 pub use facts::{SnapshotFacts, facts_path};
 pub use read::{LocalSnapshot, RestoreFrom, Restored, SnapshotAt};
+pub use secrets::{SECRETS_SUFFIX, encrypt, latest_secrets, secrets_name};
 pub use writer::SnapshotFile;
 
 /// What can go wrong with a snapshot on hct's side.

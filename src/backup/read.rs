@@ -157,7 +157,7 @@ pub(super) const HASH_LEN: usize = 32;
 /// `encrypted` (the file at `snapshot`) decrypted with the identities of
 /// `identity_file`, not read yet: fails early when it is no age file or
 /// none of the identities opens it.
-fn decrypt<R: std::io::BufRead>(
+pub(super) fn decrypt<R: std::io::BufRead>(
     encrypted: R,
     snapshot: &Path,
     identity_file: &Path,

@@ -158,3 +158,38 @@ fn facts_sit_beside_the_snapshot_and_tell_its_cluster() {
         "{why}"
     );
 }
+
+#[tokio::test]
+async fn secrets_are_kept_once_per_version_encrypted_and_owner_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (identity, recipients) = keys();
+    let destination = Destination::Directory(dir.path().join("snapshots"));
+    let yaml = "cluster:\n  id: abc\n";
+    let name = secrets_name("demo", yaml);
+    assert!(
+        name.starts_with("demo-machine-secrets-") && name.ends_with(SECRETS_SUFFIX),
+        "{name}"
+    );
+    assert_eq!(
+        name.len(),
+        "demo-machine-secrets-".len() + 16 + SECRETS_SUFFIX.len()
+    );
+    assert_ne!(name, secrets_name("demo", "cluster:\n  id: abd\n"));
+
+    let first = encrypt(yaml.as_bytes(), &recipients).unwrap();
+    assert!(!first.windows(3).any(|w| w == b"abc"), "never in the clear");
+    let kept = destination.keep_once(&name, first).await.unwrap();
+    let path = dir.path().join("snapshots").join(&name);
+    assert_eq!(kept, Some(path.display().to_string()));
+    assert_eq!(decrypt(&identity, &path), yaml.as_bytes());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "owner-only");
+    }
+    // The same version again: nothing written, the first stays.
+    let again = encrypt(yaml.as_bytes(), &recipients).unwrap();
+    assert_eq!(destination.keep_once(&name, again).await.unwrap(), None);
+    assert_eq!(decrypt(&identity, &path), yaml.as_bytes());
+}

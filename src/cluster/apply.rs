@@ -119,6 +119,8 @@ pub async fn apply(run: Run<'_>) -> Result<Outcome, Diagnostics> {
     let mut etcd = run.etcd;
     let outcome = async {
         if run.spec.role == Role::ControlPlane {
+            // Before any server: a lost state is imported back with them.
+            super::secrets_backup::keep(&group).await?;
             // Before the servers and their configs: nodes moving to the
             // load balancer need it, and a load balancer hct cannot use
             // stops the apply before anything else is touched.

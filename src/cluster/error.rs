@@ -98,6 +98,9 @@ pub enum ClusterError {
     /// The snapshot of `restore_from` could not be read.
     #[error("{0}")]
     Restore(BackupError),
+    /// The machine secrets could not be kept beside the snapshots.
+    #[error("{0}")]
+    SecretsBackup(BackupError),
 }
 
 impl ClusterError {
@@ -256,9 +259,19 @@ impl ClusterError {
                 "Could not write the etcd snapshot before this change",
                 format!(
                     "{self}.\n\nNo running control plane was changed (new ones may have been \
-                     created, stopped ones started). Fix etcd_backup.local_directory (it must be \
-                     writable), or set skip_pre_change_snapshot = true to go on without a \
-                     snapshot."
+                     created, stopped ones started). Fix etcd_backup (a local_directory must be \
+                     writable; a bucket must exist and take its keys), or set \
+                     skip_pre_change_snapshot = true to go on without a snapshot."
+                ),
+            )
+            .at(AttrPath::attr("etcd_backup")),
+            ClusterError::SecretsBackup(_) => Diagnostic::error(
+                "Could not keep the machine secrets beside the etcd snapshots",
+                format!(
+                    "{self}.\n\nNothing was changed: hct keeps the secrets (encrypted to \
+                     etcd_backup.age_recipients) before it creates or changes a control plane. \
+                     Fix etcd_backup (a local_directory must be writable; a bucket must exist \
+                     and take its keys), or remove etcd_backup."
                 ),
             )
             .at(AttrPath::attr("etcd_backup")),

@@ -45,7 +45,8 @@
 //!   `worker_join` that is not the cluster's.
 //! - `pre_change`: the etcd snapshot before a change that puts running
 //!   control planes at risk (upgrades, new configs, scale-down, resize),
-//!   or the refusal when there is nowhere to put it.
+//!   or the refusal when there is nowhere to put it; `secrets_backup`: the
+//!   machine secrets kept beside the snapshots.
 //! - `budget`: how many nodes of a group may be out at once while it
 //!   changes (`max_unavailable`); `rolling`: changing nodes within it, and
 //!   the cluster-wide limit across pools.
@@ -80,6 +81,7 @@ mod resize;
 mod rolling;
 pub mod running_config;
 mod scale_down;
+mod secrets_backup;
 pub mod settings;
 pub mod slots;
 pub mod talos_manifests;

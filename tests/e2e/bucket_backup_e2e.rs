@@ -3,7 +3,9 @@
 //! signature): a risky change puts the snapshot and its facts into the
 //! bucket, encrypted to the test recipient; wrong keys fail the plan; the keys (write-only) are in no
 //! state, plan, log at trace level, user data or machine config; and every
-//! `hct_etcd_snapshots` lists it; and every control-plane server deleted,
+//! `hct_etcd_snapshots` lists it; the machine secrets are there from the
+//! first apply, and with them a lost state is imported back; and every
+//! control-plane server deleted,
 //! `restore_from = "s3://…"` brings the cluster's objects back.
 
 use std::io::Read;
@@ -12,7 +14,8 @@ use std::str::FromStr;
 use crate::peers::kubectl::{apply_config_map, config_map_answer, kubeconfig_file, kubectl};
 use crate::support;
 use crate::support::reference::{
-    SNAPSHOT_IDENTITY, assert_etcd_snapshot, cni_tfvars, state_attribute, workspace,
+    SNAPSHOT_IDENTITY, assert_etcd_snapshot, cni_tfvars, import_reference, state_attribute,
+    workspace,
 };
 use crate::support::s3::{ACCESS_KEY, S3Server, SECRET_KEY};
 use crate::support::sim::{talos_calls_count, talos_calls_since};
@@ -51,7 +54,18 @@ async fn snapshots_go_to_the_bucket_encrypted_and_a_cluster_comes_back_from_one(
     tokio::task::block_in_place(|| {
         ws.terraform(&["apply", "-auto-approve"])
             .expect_success("apply");
-        assert!(s3.objects(BUCKET, "").is_empty(), "nothing at risk yet");
+        // No snapshot (nothing at risk yet), but the machine secrets,
+        // encrypted to the same recipient.
+        let secrets = state_attribute(&ws, "hct_cluster_secrets.this", "machine_secrets");
+        let objects = s3.objects(BUCKET, "");
+        assert_eq!(objects.len(), 1, "{objects:?}");
+        let (secrets_key, secrets_file) = &objects[0];
+        assert!(
+            secrets_key.starts_with("noreturn/noreturn-machine-secrets-")
+                && secrets_key.ends_with(".yaml.age"),
+            "{secrets_key}"
+        );
+        assert_eq!(String::from_utf8(decrypt(secrets_file)).unwrap(), secrets);
         let dir = tempfile::tempdir().unwrap();
         let path = kubeconfig_file(&ws.outputs(), &sim.proxy_url(), dir.path());
         apply_config_map(&kubectl, dir.path(), &path, "bucket-probe", Some("42"));
@@ -77,7 +91,11 @@ async fn snapshots_go_to_the_bucket_encrypted_and_a_cluster_comes_back_from_one(
             talos_calls_since(&sim, since, &["ApplyConfiguration"]).is_empty(),
             "no control plane changed"
         );
-        assert!(s3.objects(BUCKET, "").is_empty(), "nothing kept");
+        assert_eq!(
+            s3.objects(BUCKET, "").len(),
+            1,
+            "nothing kept but the secrets"
+        );
 
         // The right keys: at trace level, no key in the log.
         ws.write("bucket.auto.tfvars.json", &bucket(SECRET_KEY));
@@ -91,7 +109,11 @@ async fn snapshots_go_to_the_bucket_encrypted_and_a_cluster_comes_back_from_one(
         for key in [ACCESS_KEY, SECRET_KEY] {
             assert!(!log.contains(key), "a bucket key is in the trace log");
         }
-        let objects = s3.objects(BUCKET, "noreturn/");
+        let objects: Vec<_> = s3
+            .objects(BUCKET, "noreturn/")
+            .into_iter()
+            .filter(|(key, _)| key != secrets_key)
+            .collect();
         let names: Vec<&str> = objects.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names.len(), 2, "the snapshot and its facts: {names:?}");
         let (key, file) = &objects[0];
@@ -174,11 +196,46 @@ output "etcd_snapshots" {
         let (code, out) = support::plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "{out}");
 
+        // State lost: the secrets come back from the bucket (the data
+        // source decrypts them), the cluster is imported, nothing is
+        // replaced, and the plan after one apply is empty.
+        let servers = support::sim::server_ids(&sim);
+        let image = state_attribute(&ws, "hct_talos_image.this", "id");
+        std::fs::remove_file(ws.path().join("terraform.tfstate")).unwrap();
+        ws.write("identity.txt", &format!("{SNAPSHOT_IDENTITY}\n"));
+        ws.write(
+            "snapshots.tf",
+            r#"
+data "hct_etcd_snapshots" "this" {
+  cluster           = "noreturn"
+  bucket            = var.etcd_snapshot_bucket
+  age_identity_file = "identity.txt"
+}
+"#,
+        );
+        ws.write(
+            "secrets_override.tf",
+            r#"
+resource "hct_cluster_secrets" "this" {
+  machine_secrets = data.hct_etcd_snapshots.this.machine_secrets
+}
+"#,
+        );
+        import_reference(&ws, &image);
+        ws.terraform(&["apply", "-auto-approve"])
+            .expect_success("apply after the import");
+        assert_eq!(support::sim::server_ids(&sim), servers, "the same servers");
+        assert_eq!(
+            state_attribute(&ws, "hct_cluster_secrets.this", "machine_secrets"),
+            secrets
+        );
+        let (code, out) = support::plan_exit_code(&ws, &[]);
+        assert_eq!(code, 0, "{out}");
+
         // Every control-plane server deleted; restored from the bucket.
         for n in 1..=3 {
             support::sim::delete_server(&sim, &format!("noreturn-cp-{n}"));
         }
-        ws.write("identity.txt", &format!("{SNAPSHOT_IDENTITY}\n"));
         ws.write(
             "restore.auto.tfvars.json",
             &serde_json::json!({ "etcd_restore_from": {

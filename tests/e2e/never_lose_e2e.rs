@@ -35,7 +35,7 @@ use hct_sim::SimHandle;
 use hct_sim::talos::call_log::{CallerKind, TalosCall};
 use peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
 use support::Workspace;
-use support::reference::{pools, state_attribute, workspace};
+use support::reference::{import_reference, pools, state_attribute, workspace};
 use support::sim::{delete_server, requests_of, server_ids};
 use support::unwrapped;
 
@@ -266,24 +266,7 @@ async fn lost_state_is_refused_at_plan_then_imported_without_replacing_anything(
             "secrets.auto.tfvars",
             &format!("machine_secrets = <<EOT\n{secrets}EOT\n"),
         );
-        ws.terraform(&["import", "hct_talos_image.this", &image])
-            .expect_success("import the image");
-        ws.terraform(&["import", "hct_cluster.this", "noreturn"])
-            .expect_success("import the cluster");
-        for pool in ["platform", "general"] {
-            let address = format!("hct_worker_pool.this[\"{pool}\"]");
-            ws.terraform(&["import", &address, &format!("noreturn/{pool}")])
-                .expect_success(&format!("import {pool}"));
-        }
-        // The plan after the import adds hct_cluster_secrets (it has no
-        // remote object: made from the same secrets, it changes nothing)
-        // and re-applies the configs (an import cannot read them back
-        // without the secrets); it replaces and destroys nothing.
-        let (_, out) = support::plan_exit_code(&ws, &["-no-color"]);
-        assert!(
-            out.stdout.contains("0 to destroy") && !out.stdout.contains("replace"),
-            "nothing is replaced after the import\n{out}"
-        );
+        import_reference(&ws, &image);
         // An imported node is one configured before: reinstalled, it is
         // never sent its config without the cluster's CA.
         let since = support::sim::talos_calls_count(&sim);

@@ -162,3 +162,27 @@ pub fn state_attribute(ws: &Workspace, address: &str, name: &str) -> String {
         .unwrap_or_else(|| panic!("{address}.{name} not in state"))
         .to_string()
 }
+
+/// After a lost state: imports the reference workspace's image, cluster
+/// and pools (with the secrets already in its configuration), and checks
+/// that the plan then replaces and destroys nothing.
+pub fn import_reference(ws: &Workspace, image: &str) {
+    ws.terraform(&["import", "hct_talos_image.this", image])
+        .expect_success("import the image");
+    ws.terraform(&["import", "hct_cluster.this", "noreturn"])
+        .expect_success("import the cluster");
+    for pool in ["platform", "general"] {
+        let address = format!("hct_worker_pool.this[\"{pool}\"]");
+        ws.terraform(&["import", &address, &format!("noreturn/{pool}")])
+            .expect_success(&format!("import {pool}"));
+    }
+    // The plan after the import adds hct_cluster_secrets (it has no remote
+    // object: made from the same secrets, it changes nothing) and
+    // re-applies the configs (an import cannot read them back without the
+    // secrets); it replaces and destroys nothing.
+    let (_, out) = super::plan_exit_code(ws, &["-no-color"]);
+    assert!(
+        out.stdout.contains("0 to destroy") && !out.stdout.contains("replace"),
+        "nothing is replaced after the import\n{out}"
+    );
+}

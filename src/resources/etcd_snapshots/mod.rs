@@ -3,11 +3,14 @@
 //! which node, the releases the cluster ran): where to pick the
 //! `restore_from.snapshot` of a restore.
 
+use std::path::Path;
+
 use async_trait::async_trait;
 
 use crate::backup::{self, Bucket, Catalogued};
 use crate::provider::{Context, DataSource};
 use crate::resources::s3_bucket::{self, Keys};
+use crate::resources::values::set;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Schema, Type, Value};
 
 pub const TYPE_NAME: &str = "hct_etcd_snapshots";
@@ -106,6 +109,28 @@ impl DataSource for EtcdSnapshotsDataSource {
             ),
         )
         .attribute(
+            Attribute::optional("age_identity_file", Type::String).description(
+                "A file with an age identity of `etcd_backup.age_recipients` (`age-keygen`'s \
+             output): with it, `machine_secrets` holds the cluster's newest machine secrets \
+             from the bucket, decrypted. Only its path is in state.",
+            ),
+        )
+        .attribute(
+            Attribute::computed("machine_secrets", Type::String)
+                .sensitive()
+                .description(
+                    "The cluster's `secrets.yaml` as hct kept it beside the snapshots (the newest \
+             version), decrypted with `age_identity_file`; null without one or when the bucket \
+             holds none. After a lost state: `machine_secrets = \
+             data.hct_etcd_snapshots.<name>.machine_secrets` on `hct_cluster_secrets` (or \
+             `hct_cluster`), then import (docs/guides/recovery.md).",
+                ),
+        )
+        .attribute(
+            Attribute::computed("machine_secrets_location", Type::String)
+                .description("`s3://<bucket>/<key>` of the secrets in `machine_secrets`."),
+        )
+        .attribute(
             Attribute::computed("id", Type::String)
                 .description("`s3://<bucket>/<prefix>`: where the snapshots were listed."),
         )
@@ -137,32 +162,57 @@ impl DataSource for EtcdSnapshotsDataSource {
             Ok(None) => return (None, Diagnostics::new()),
             Err(d) => return (None, d.into()),
         };
-        let listed = match bucket {
-            Ok(bucket) => {
-                let cluster = config.get("cluster").as_str().unwrap_or_default();
-                backup::snapshots(&bucket, cluster)
-                    .await
-                    .map(|found| (bucket.location(&bucket.key("")), found))
-            }
-            Err(e) => Err(e),
+        let bucket = match bucket {
+            Ok(bucket) => bucket,
+            Err(e) => return (None, cannot_read(e)),
         };
-        let (id, found) = match listed {
-            Ok(listed) => listed,
-            Err(e) => {
-                let d = Diagnostic::error("Cannot list the etcd snapshots", format!("{e}."))
-                    .at(bucket_path());
-                return (None, d.into());
+        let cluster = config.get("cluster").as_str().unwrap_or_default();
+        let found = match backup::snapshots(&bucket, cluster).await {
+            Ok(found) => found,
+            Err(e) => return (None, cannot_read(e)),
+        };
+        let secrets = match config.get("age_identity_file").as_str() {
+            None => None,
+            Some(identity) => {
+                match backup::latest_secrets(&bucket, cluster, Path::new(identity)).await {
+                    Ok(secrets) => secrets,
+                    Err(e) => {
+                        let d = Diagnostic::error(
+                            "Cannot read the machine secrets in the bucket",
+                            format!("{e}."),
+                        )
+                        .at(AttrPath::attr("age_identity_file"));
+                        return (None, d.into());
+                    }
+                }
             }
         };
+        let (location, yaml) = secrets.unzip();
         let mut state = config.clone();
-        crate::resources::values::set(&mut state, "id", Value::from(id));
-        crate::resources::values::set(
+        set(
+            &mut state,
+            "id",
+            Value::from(bucket.location(&bucket.key(""))),
+        );
+        set(
             &mut state,
             "snapshots",
             Value::List(found.iter().map(snapshot_value).collect()),
         );
+        set(&mut state, "machine_secrets", Value::from(yaml));
+        set(
+            &mut state,
+            "machine_secrets_location",
+            Value::from(location),
+        );
         (Some(state), Diagnostics::new())
     }
+}
+
+fn cannot_read(e: backup::BackupError) -> Diagnostics {
+    Diagnostic::error("Cannot list the etcd snapshots", format!("{e}."))
+        .at(bucket_path())
+        .into()
 }
 
 #[cfg(test)]
