@@ -79,6 +79,7 @@ impl Bucket {
             bucket: config.name.clone(),
             key: String::new(),
             reason,
+            transient: false,
         };
         let s3 = rusty_s3::Bucket::new(
             config.endpoint.clone(),
@@ -124,15 +125,21 @@ impl Bucket {
     }
 
     fn error(&self, key: &str, reason: impl Into<String>) -> BackupError {
+        self.failed(key, reason.into(), false)
+    }
+
+    fn failed(&self, key: &str, reason: String, transient: bool) -> BackupError {
         BackupError::Bucket {
             bucket: self.0.name.clone(),
             key: key.to_string(),
-            reason: reason.into(),
+            reason,
+            transient,
         }
     }
 
+    /// No answer (or half of one): the network's or the server's trouble.
     fn transport(&self, key: &str, e: reqwest::Error) -> BackupError {
-        self.error(key, e.without_url().to_string())
+        self.failed(key, e.without_url().to_string(), true)
     }
 
     /// Puts the file at `path` as `key`.
@@ -303,7 +310,9 @@ impl Bucket {
             (Some(code), None) => code,
             _ => "no S3 error in the answer".to_string(),
         };
-        Err(self.error(key, format!("HTTP {status}, {said}")))
+        let transient =
+            status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
+        Err(self.failed(key, format!("HTTP {status}, {said}"), transient))
     }
 }
 
@@ -346,5 +355,61 @@ mod tests {
         let query = url.query().unwrap_or_default();
         assert!(query.contains("X-Amz-Signature="), "{query}");
         assert!(query.contains("%2Ffsn1%2Fs3%2Faws4_request"), "{query}");
+    }
+
+    /// A server on loopback that answers every request with `status` and
+    /// an S3 error body; its address.
+    async fn answering(status: &'static str) -> String {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut request = [0u8; 4096];
+                let _ = socket.read(&mut request).await;
+                let body = "<Error><Code>SlowDown</Code><Message>later</Message></Error>";
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        format!("http://{address}")
+    }
+
+    #[tokio::test]
+    async fn server_errors_are_worth_another_attempt_and_refusals_are_not() {
+        for (status, transient) in [("503 Service Unavailable", true), ("403 Forbidden", false)] {
+            let mut config = config();
+            config.endpoint = Url::parse(&answering(status).await).unwrap();
+            let error = Bucket::open(&config)
+                .unwrap()
+                .check_access()
+                .await
+                .unwrap_err();
+            assert_eq!(error.is_transient(), transient, "{status}: {error}");
+            let text = error.to_string();
+            assert!(text.contains("SlowDown: later"), "{text}");
+            assert!(
+                !text.contains("AKIDNOTSHOWN") && !text.contains("X-Amz"),
+                "{text}"
+            );
+        }
+        // Nobody listening: transient, and no URL in the error.
+        let mut config = config();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        config.endpoint = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        let error = Bucket::open(&config)
+            .unwrap()
+            .check_access()
+            .await
+            .unwrap_err();
+        assert!(error.is_transient(), "{error}");
+        assert!(!error.to_string().contains("AKIDNOTSHOWN"), "{error}");
     }
 }

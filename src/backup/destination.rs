@@ -95,15 +95,19 @@ impl Destination {
     }
 
     /// Keeps a snapshot written in [`Self::stage`]'s directory with its
-    /// facts; returns where it is (a path, or `s3://<bucket>/<key>`).
+    /// facts; returns where it is (a path, or `s3://<bucket>/<key>`). For a
+    /// bucket, it can be called again after a failure: each put replaces
+    /// the object of the same key with the same bytes.
     pub async fn keep(
         &self,
         stored: &Stored,
         facts: &SnapshotFacts,
     ) -> Result<String, BackupError> {
-        facts.write(&stored.path)?;
         let bucket = match self {
-            Self::Directory(_) => return Ok(stored.path.display().to_string()),
+            Self::Directory(_) => {
+                facts.write(&stored.path)?;
+                return Ok(stored.path.display().to_string());
+            }
             Self::Bucket(bucket) => bucket,
         };
         let name = stored

@@ -68,7 +68,23 @@ pub enum BackupError {
         bucket: String,
         key: String,
         reason: String,
+        /// The server or the network may answer otherwise later (a
+        /// connection failure, 5xx, 429): worth another attempt.
+        transient: bool,
     },
+}
+
+impl BackupError {
+    /// Whether another attempt may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Bucket {
+                transient: true,
+                ..
+            }
+        )
+    }
 }
 
 /// The age recipients snapshots are encrypted to.

@@ -61,6 +61,7 @@ impl RestoreFrom {
                 bucket: bucket.name().to_string(),
                 key: key.clone(),
                 reason: "no such object".to_string(),
+                transient: false,
             });
         }
         bucket

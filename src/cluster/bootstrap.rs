@@ -159,7 +159,13 @@ async fn recover(
     from: &RestoreFrom,
 ) -> Result<(), ClusterError> {
     let ours = group.settings.secrets_fingerprint();
-    let local = from.fetch().await.map_err(ClusterError::Restore)?;
+    let fetching = "fetching the snapshot to restore";
+    let local = wait::until(group.deadline, &node.name, fetching, || async {
+        from.fetch()
+            .await
+            .map_err(|e| Retry::from_backup(e, ClusterError::Restore))
+    })
+    .await?;
     match SnapshotFacts::read(&local.snapshot).map_err(ClusterError::Restore)? {
         Some(facts) => facts
             .check_cluster(&ours)

@@ -149,7 +149,14 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         "taking an etcd snapshot before this change: {}",
         reasons.join("; ")
     );
-    destination.check().await.map_err(ClusterError::Backup)?;
+    let bucket = "the etcd snapshots' bucket";
+    wait::until(group.deadline, bucket, "checking its keys", || async {
+        destination
+            .check()
+            .await
+            .map_err(|e| Retry::from_backup(e, ClusterError::Backup))
+    })
+    .await?;
     let staging = destination.stage().map_err(ClusterError::Backup)?;
     let directory = staging.dir();
     let taken_at = time::OffsetDateTime::now_utc();
@@ -209,10 +216,18 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
             .as_ref()
             .map(ToString::to_string),
     };
-    let kept = destination
-        .keep(&stored, &facts)
-        .await
-        .map_err(ClusterError::Backup)?;
+    let kept = wait::until(
+        group.deadline,
+        bucket,
+        "keeping the etcd snapshot",
+        || async {
+            destination
+                .keep(&stored, &facts)
+                .await
+                .map_err(|e| Retry::from_backup(e, ClusterError::Backup))
+        },
+    )
+    .await?;
     info!(
         cluster = group.cluster(),
         node = %facts.node,

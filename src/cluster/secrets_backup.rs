@@ -9,6 +9,7 @@ use tracing::info;
 
 use super::error::ClusterError;
 use super::group::{Group, SnapshotRule};
+use super::wait::{self, Retry};
 use crate::backup;
 
 pub async fn keep(group: &Group<'_>) -> Result<(), ClusterError> {
@@ -23,11 +24,19 @@ pub async fn keep(group: &Group<'_>) -> Result<(), ClusterError> {
     let name = backup::secrets_name(group.cluster(), &yaml);
     let encrypted =
         backup::encrypt(yaml.as_bytes(), recipients).map_err(ClusterError::SecretsBackup)?;
-    if let Some(at) = destination
-        .keep_once(&name, encrypted)
-        .await
-        .map_err(ClusterError::SecretsBackup)?
-    {
+    let kept = wait::until(
+        group.deadline,
+        "the machine secrets",
+        "keeping them",
+        || async {
+            destination
+                .keep_once(&name, encrypted.clone())
+                .await
+                .map_err(|e| Retry::from_backup(e, ClusterError::SecretsBackup))
+        },
+    )
+    .await?;
+    if let Some(at) = kept {
         info!(cluster = group.cluster(), %at, "the machine secrets kept, encrypted, beside the etcd snapshots");
     }
     Ok(())

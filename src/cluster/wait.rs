@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::ClusterError;
+use crate::backup::BackupError;
 use crate::pace::Pace;
 use crate::talos::api::TalosError;
 
@@ -150,6 +151,18 @@ pub enum Retry {
     Again(String),
     /// It will not get better by waiting.
     Fatal(ClusterError),
+}
+
+impl Retry {
+    /// A bucket's transient failure is tried again; anything else ends the
+    /// wait as `fatal` says.
+    pub fn from_backup(error: BackupError, fatal: fn(BackupError) -> ClusterError) -> Self {
+        if error.is_transient() {
+            Retry::Again(error.to_string())
+        } else {
+            Retry::Fatal(fatal(error))
+        }
+    }
 }
 
 impl From<TalosError> for Retry {

@@ -293,9 +293,22 @@ pub async fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: 
         }
         (Ok(SnapshotRule::Store { destination, .. }), _) => {
             set(planned, TAKEN, Value::Unknown);
-            // Keys the bucket refuses fail the plan, not the apply.
-            if let Err(e) = destination.check().await {
-                diagnostics.push(
+            // Keys the bucket refuses fail the plan, not the apply; a
+            // server that does not answer now is tried again at apply.
+            match destination.check().await {
+                Ok(()) => {}
+                Err(e) if e.is_transient() => diagnostics.push(
+                    Diagnostic::warning(
+                        "The etcd snapshots' bucket did not answer",
+                        format!(
+                            "This change needs an etcd snapshot first, and the bucket could not \
+                             be checked now: {e}. The apply tries again before it changes \
+                             anything."
+                        ),
+                    )
+                    .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET)),
+                ),
+                Err(e) => diagnostics.push(
                     Diagnostic::error(
                         "Cannot use the etcd snapshots' bucket",
                         format!(
@@ -304,7 +317,7 @@ pub async fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: 
                         ),
                     )
                     .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET)),
-                );
+                ),
             }
         }
         (Err(_), _) => set(planned, TAKEN, Value::Unknown),
