@@ -96,6 +96,9 @@ impl Bucket {
                 crate::build_info::VERSION
             ))
             .connect_timeout(Duration::from_secs(10))
+            // A server that stops sending: the attempt fails (and the
+            // runbook tries again within the apply's deadline).
+            .read_timeout(REQUEST_TIMEOUT)
             .build()
             .map_err(|e| invalid(e.without_url().to_string()))?;
         Ok(Self(std::sync::Arc::new(Inner {
@@ -138,8 +141,17 @@ impl Bucket {
     }
 
     /// No answer (or half of one): the network's or the server's trouble.
+    /// The URL (it names the access key's id) is left out; the causes,
+    /// which name none, are kept.
     fn transport(&self, key: &str, e: reqwest::Error) -> BackupError {
-        self.failed(key, e.without_url().to_string(), true)
+        let e = e.without_url();
+        let mut reason = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(inner) = cause {
+            reason.push_str(&format!(": {inner}"));
+            cause = inner.source();
+        }
+        self.failed(key, reason, true)
     }
 
     /// Puts the file at `path` as `key`.
@@ -198,7 +210,12 @@ impl Bucket {
         }
         let response = request.send().await.map_err(|e| self.transport(key, e))?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
+            // No such object; a missing bucket is an error.
+            let said = self.check(key, response).await.unwrap_err();
+            return match &said {
+                BackupError::Bucket { reason, .. } if reason.contains("NoSuchBucket") => Err(said),
+                _ => Ok(None),
+            };
         }
         self.check(key, response).await.map(Some)
     }

@@ -1,7 +1,7 @@
 //! The snapshots a bucket holds under its prefix, newest first, each with
 //! the facts hct wrote beside it (`<key>.json`), when there are.
 
-use super::{BackupError, Bucket, SnapshotFacts};
+use super::{BackupError, Bucket, Listed, SnapshotFacts};
 
 /// The name every snapshot's key ends with.
 pub const SNAPSHOT_SUFFIX: &str = ".etcd.age";
@@ -28,26 +28,33 @@ impl Catalogued {
     }
 }
 
-/// Every snapshot under the bucket's prefix, newest first; snapshots whose
-/// facts name another cluster than `cluster` are left out.
-pub async fn snapshots(bucket: &Bucket, cluster: &str) -> Result<Vec<Catalogued>, BackupError> {
+/// The snapshots among `listed` (the bucket's objects under its prefix),
+/// newest first; snapshots whose facts name another cluster than `cluster`
+/// are left out.
+pub async fn snapshots(
+    bucket: &Bucket,
+    listed: &[Listed],
+    cluster: &str,
+) -> Result<Vec<Catalogued>, BackupError> {
     let mut found = Vec::new();
-    for object in bucket.list().await? {
-        if !object.key.ends_with(SNAPSHOT_SUFFIX) {
-            continue;
-        }
-        let facts = bucket
-            .get(&format!("{}.json", object.key))
-            .await?
-            .and_then(|bytes| serde_json::from_slice::<SnapshotFacts>(&bytes).ok());
+    for object in listed.iter().filter(|o| o.key.ends_with(SNAPSHOT_SUFFIX)) {
+        let facts_key = format!("{}.json", object.key);
+        let facts = if listed.iter().any(|o| o.key == facts_key) {
+            bucket
+                .get(&facts_key)
+                .await?
+                .and_then(|bytes| serde_json::from_slice::<SnapshotFacts>(&bytes).ok())
+        } else {
+            None
+        };
         if facts.as_ref().is_some_and(|f| f.cluster != cluster) {
             continue;
         }
         found.push(Catalogued {
             location: bucket.location(&object.key),
-            key: object.key,
+            key: object.key.clone(),
             bytes: object.bytes,
-            last_modified: object.last_modified,
+            last_modified: object.last_modified.clone(),
             facts,
         });
     }

@@ -55,41 +55,32 @@ impl Destination {
         }
     }
 
-    /// Keeps `encrypted` as `name` unless an object or file of that name
-    /// is there already; where it went, when it was written.
-    pub async fn keep_once(
-        &self,
-        name: &str,
-        encrypted: Vec<u8>,
-    ) -> Result<Option<String>, BackupError> {
+    /// Keeps the small file `encrypted` as `name`, in place of one of that
+    /// name (written whole, then renamed: never half a file under the
+    /// name); where it went.
+    pub async fn keep_small(&self, name: &str, encrypted: Vec<u8>) -> Result<String, BackupError> {
         match self {
             Self::Directory(dir) => {
                 ensure_directory(dir)?;
                 let path = dir.join(name);
-                let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
                 let io = |source| BackupError::Io {
                     path: path.clone(),
                     source,
                 };
-                let mut file = match options.open(&path) {
-                    Ok(file) => file,
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
-                    Err(e) => return Err(io(e)),
-                };
+                // tempfile's files are owner-only.
+                let mut file = tempfile::Builder::new()
+                    .prefix(&format!(".{name}."))
+                    .tempfile_in(dir)
+                    .map_err(io)?;
                 std::io::Write::write_all(&mut file, &encrypted).map_err(io)?;
-                file.sync_all().map_err(io)?;
-                Ok(Some(path.display().to_string()))
+                file.as_file().sync_all().map_err(io)?;
+                file.persist(&path).map_err(|e| io(e.error))?;
+                Ok(path.display().to_string())
             }
             Self::Bucket(bucket) => {
                 let key = bucket.key(name);
-                if bucket.get(&key).await?.is_some() {
-                    return Ok(None);
-                }
                 bucket.put_bytes(&key, encrypted).await?;
-                Ok(Some(bucket.location(&key)))
+                Ok(bucket.location(&key))
             }
         }
     }

@@ -6,7 +6,8 @@
 //!
 //! Each version is its own object, `<cluster>-machine-secrets-<hash>.yaml.age`
 //! (`<hash>`: the first 16 hex digits of the SHA-256 of the YAML, so a
-//! rotation makes a new one and an unchanged bundle is written once).
+//! rotation leaves the old one in place), written again on every apply: the
+//! newest stored is the one in use, encrypted to the recipients of today.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -14,7 +15,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::read::decrypt;
-use super::{BackupError, Bucket, Recipients};
+use super::{BackupError, Bucket, Listed, Recipients};
 
 const INFIX: &str = "-machine-secrets-";
 pub const SECRETS_SUFFIX: &str = ".yaml.age";
@@ -41,18 +42,18 @@ pub fn encrypt(plain: &[u8], recipients: &Recipients) -> Result<Vec<u8>, BackupE
     Ok(out)
 }
 
-/// The newest secrets of `cluster` in the bucket (by the time the bucket
-/// stored them), decrypted with `identity_file`: their location and YAML.
+/// The newest secrets of `cluster` among `listed` (the bucket's objects,
+/// by the time the bucket stored them: each apply writes the secrets in
+/// use again), decrypted with `identity_file`: their location and YAML.
 pub async fn latest_secrets(
     bucket: &Bucket,
+    listed: &[Listed],
     cluster: &str,
     identity_file: &Path,
 ) -> Result<Option<(String, String)>, BackupError> {
     let start = bucket.key(&format!("{cluster}{INFIX}"));
-    let newest = bucket
-        .list()
-        .await?
-        .into_iter()
+    let newest = listed
+        .iter()
         .filter(|o| o.key.starts_with(&start) && o.key.ends_with(SECRETS_SUFFIX))
         .max_by(|a, b| a.last_modified.cmp(&b.last_modified));
     let Some(newest) = newest else {

@@ -160,7 +160,7 @@ fn facts_sit_beside_the_snapshot_and_tell_its_cluster() {
 }
 
 #[tokio::test]
-async fn secrets_are_kept_once_per_version_encrypted_and_owner_only() {
+async fn secrets_are_kept_per_version_encrypted_to_the_recipients_of_the_day() {
     let dir = tempfile::tempdir().unwrap();
     let (identity, recipients) = keys();
     let destination = Destination::Directory(dir.path().join("snapshots"));
@@ -178,9 +178,9 @@ async fn secrets_are_kept_once_per_version_encrypted_and_owner_only() {
 
     let first = encrypt(yaml.as_bytes(), &recipients).unwrap();
     assert!(!first.windows(3).any(|w| w == b"abc"), "never in the clear");
-    let kept = destination.keep_once(&name, first).await.unwrap();
+    let kept = destination.keep_small(&name, first).await.unwrap();
     let path = dir.path().join("snapshots").join(&name);
-    assert_eq!(kept, Some(path.display().to_string()));
+    assert_eq!(kept, path.display().to_string());
     assert_eq!(decrypt(&identity, &path), yaml.as_bytes());
     #[cfg(unix)]
     {
@@ -188,8 +188,18 @@ async fn secrets_are_kept_once_per_version_encrypted_and_owner_only() {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o077, 0, "owner-only");
     }
-    // The same version again: nothing written, the first stays.
-    let again = encrypt(yaml.as_bytes(), &recipients).unwrap();
-    assert_eq!(destination.keep_once(&name, again).await.unwrap(), None);
-    assert_eq!(decrypt(&identity, &path), yaml.as_bytes());
+    // New recipients: the same version, encrypted to them in its place.
+    let (other, others) = keys();
+    let again = encrypt(yaml.as_bytes(), &others).unwrap();
+    destination.keep_small(&name, again).await.unwrap();
+    assert_eq!(decrypt(&other, &path), yaml.as_bytes());
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("snapshots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        files,
+        [std::ffi::OsString::from(&name)],
+        "no temporary file left"
+    );
 }

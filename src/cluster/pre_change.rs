@@ -11,7 +11,8 @@
 //!   `skip_pre_change_snapshot`), and with neither, a refusal that names
 //!   both ways out;
 //! - [`before_change`]: the snapshot, from the first control plane whose
-//!   etcd answers, checked and age-encrypted into the user's directory.
+//!   etcd answers, checked, age-encrypted and kept where `etcd_backup`
+//!   says (a directory or a bucket: `backup::Destination`).
 
 use std::time::{Duration, Instant};
 

@@ -2,8 +2,9 @@
 //! (`etcd_backup`), encrypted to the same recipients, before any control
 //! plane is created or changed: a lost state is imported back with them
 //! (the `hct_etcd_snapshots` data source decrypts the newest), and a
-//! restore needs nothing but the bucket and an identity. Written once per
-//! version of the secrets.
+//! restore needs nothing but the bucket and an identity. Written on every
+//! apply of the control plane (a small file): the newest is the one in use,
+//! encrypted to today's recipients.
 
 use tracing::info;
 
@@ -30,14 +31,12 @@ pub async fn keep(group: &Group<'_>) -> Result<(), ClusterError> {
         "keeping them",
         || async {
             destination
-                .keep_once(&name, encrypted.clone())
+                .keep_small(&name, encrypted.clone())
                 .await
                 .map_err(|e| Retry::from_backup(e, ClusterError::SecretsBackup))
         },
     )
     .await?;
-    if let Some(at) = kept {
-        info!(cluster = group.cluster(), %at, "the machine secrets kept, encrypted, beside the etcd snapshots");
-    }
+    info!(cluster = group.cluster(), at = %kept, "the machine secrets kept, encrypted, beside the etcd snapshots");
     Ok(())
 }

@@ -80,3 +80,24 @@ pub fn map_value(map: &BTreeMap<String, String>) -> Value {
             .collect(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_paths_are_set_where_their_objects_exist() {
+        let mut value = Value::object([
+            ("a", Value::object([("b", Value::from("x"))])),
+            ("n", Value::Null),
+        ]);
+        set_at(&mut value, &["a", "b"], Value::Null);
+        assert!(get_at(&value, &["a", "b"]).is_null());
+        assert!(value.get("a").as_map().is_some(), "the parent stays");
+        // A null parent stays null: nothing is made under it.
+        set_at(&mut value, &["n", "b"], Value::from("y"));
+        assert!(value.get("n").is_null());
+        set_at(&mut value, &["a", "b"], Value::from("z"));
+        assert_eq!(get_at(&value, &["a", "b"]), &Value::from("z"));
+    }
+}

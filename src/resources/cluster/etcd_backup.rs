@@ -8,6 +8,8 @@
 
 use std::path::PathBuf;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::backup::{BucketConfig, Destination, Recipients};
 use crate::cluster::NodeRecord;
 use crate::cluster::group::{SnapshotLog, SnapshotRule};
@@ -75,8 +77,8 @@ pub fn attributes() -> Vec<Attribute> {
              (logged as a warning). Default false.",
         ),
         Attribute::computed(TAKEN, Type::String).description(
-            "The path of the last etcd snapshot taken before a change, as written; planned \
-             unknown when the apply may take one.",
+            "Where the last etcd snapshot taken before a change is: its path as written, or \
+             `s3://<bucket>/<key>`; planned unknown when the apply may take one.",
         ),
         Attribute::nested(
             RESTORE,
@@ -84,8 +86,10 @@ pub fn attributes() -> Vec<Attribute> {
             Nesting::Single,
             vec![
                 Attribute::required("snapshot", Type::String).description(
-                    "A snapshot hct wrote (`<cluster>-<time>-pre-change.etcd.age`), relative to \
-                     the directory Terraform runs in.",
+                    "A snapshot hct wrote (`<cluster>-<time>-pre-change.etcd.age`): a path, \
+                     relative to the directory Terraform runs in, or `s3://<bucket>/<key>` in \
+                     the bucket of `etcd_backup.bucket` (as `pre_change_snapshot` and \
+                     `hct_etcd_snapshots` give it; its keys must read it).",
                 ),
                 Attribute::required("age_identity_file", Type::String).description(
                     "A file with the age identity of one of the snapshot's recipients \
@@ -236,8 +240,15 @@ pub fn rule(value: &Value) -> Result<SnapshotRule, Diagnostic> {
 /// What the plan says of a change of a cluster that exists: refused when
 /// risky with nowhere for its snapshot, and `pre_change_snapshot` unknown
 /// when the apply may take one.
-pub async fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut Diagnostics) {
-    restore::plan(prior, planned, nodes, diagnostics).await;
+/// `cancel`: Terraform's stop, for the bucket's calls.
+pub async fn plan(
+    prior: &Value,
+    planned: &mut Value,
+    nodes: &str,
+    cancel: &CancellationToken,
+    diagnostics: &mut Diagnostics,
+) {
+    restore::plan(prior, planned, nodes, cancel, diagnostics).await;
     let kept = if prior.is_null() {
         Value::Null
     } else {
@@ -295,9 +306,10 @@ pub async fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: 
             set(planned, TAKEN, Value::Unknown);
             // Keys the bucket refuses fail the plan, not the apply; a
             // server that does not answer now is tried again at apply.
-            match destination.check().await {
-                Ok(()) => {}
-                Err(e) if e.is_transient() => diagnostics.push(
+            match cancel.run_until_cancelled(destination.check()).await {
+                None => diagnostics.push(stopped()),
+                Some(Ok(())) => {}
+                Some(Err(e)) if e.is_transient() => diagnostics.push(
                     Diagnostic::warning(
                         "The etcd snapshots' bucket did not answer",
                         format!(
@@ -308,7 +320,7 @@ pub async fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: 
                     )
                     .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET)),
                 ),
-                Err(e) => diagnostics.push(
+                Some(Err(e)) => diagnostics.push(
                     Diagnostic::error(
                         "Cannot use the etcd snapshots' bucket",
                         format!(
@@ -359,6 +371,14 @@ pub fn record(prior: &Value, state: &mut Value, log: &SnapshotLog, found: &mut D
         None => before(RESTORED),
     };
     set(state, RESTORED, restored);
+}
+
+/// The plan's bucket call, stopped by Terraform.
+fn stopped() -> Diagnostic {
+    Diagnostic::error(
+        "Stopped",
+        "Terraform stopped the provider while the plan talked to the etcd snapshots' bucket.",
+    )
 }
 
 /// The releases that change, in words, for the refusal.

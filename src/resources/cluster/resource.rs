@@ -125,7 +125,7 @@ impl GroupKind for Cluster {
             ] {
                 set(planned, name, Value::Unknown);
             }
-            etcd_backup::plan(prior, planned, NODES, &mut plan.diagnostics).await;
+            etcd_backup::plan(prior, planned, NODES, &ctx.cancel, &mut plan.diagnostics).await;
             if !parallel {
                 set(planned, "worker_join", Value::Unknown);
             }
@@ -192,7 +192,7 @@ impl GroupKind for Cluster {
             &mut plan.diagnostics,
         );
         set(planned, NODES, nodes);
-        etcd_backup::plan(prior, planned, NODES, &mut plan.diagnostics).await;
+        etcd_backup::plan(prior, planned, NODES, &ctx.cancel, &mut plan.diagnostics).await;
         plan_client_configs(prior, planned);
         // After the settings: an unknown id would make them unknown.
         load_balancer::plan(&network_plan, prior, planned);

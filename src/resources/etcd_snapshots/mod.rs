@@ -156,57 +156,77 @@ impl DataSource for EtcdSnapshotsDataSource {
         found
     }
 
-    async fn read(&self, _ctx: &Context, config: &Value) -> (Option<Value>, Diagnostics) {
-        let bucket = match bucket_config(config) {
-            Ok(Some(typed)) => Bucket::open(&typed),
-            Ok(None) => return (None, Diagnostics::new()),
-            Err(d) => return (None, d.into()),
+    async fn read(&self, ctx: &Context, config: &Value) -> (Option<Value>, Diagnostics) {
+        let stopped = || {
+            let d = Diagnostic::error(
+                "Stopped",
+                "Terraform stopped the provider while it read the bucket.",
+            );
+            (None, d.into())
         };
-        let bucket = match bucket {
-            Ok(bucket) => bucket,
-            Err(e) => return (None, cannot_read(e)),
-        };
-        let cluster = config.get("cluster").as_str().unwrap_or_default();
-        let found = match backup::snapshots(&bucket, cluster).await {
-            Ok(found) => found,
-            Err(e) => return (None, cannot_read(e)),
-        };
-        let secrets = match config.get("age_identity_file").as_str() {
-            None => None,
-            Some(identity) => {
-                match backup::latest_secrets(&bucket, cluster, Path::new(identity)).await {
-                    Ok(secrets) => secrets,
-                    Err(e) => {
-                        let d = Diagnostic::error(
-                            "Cannot read the machine secrets in the bucket",
-                            format!("{e}."),
-                        )
-                        .at(AttrPath::attr("age_identity_file"));
-                        return (None, d.into());
-                    }
+        ctx.cancel
+            .run_until_cancelled(read_bucket(config))
+            .await
+            .unwrap_or_else(stopped)
+    }
+}
+
+/// The data source's state: the bucket's snapshots, and the secrets when
+/// there is an identity.
+async fn read_bucket(config: &Value) -> (Option<Value>, Diagnostics) {
+    let bucket = match bucket_config(config) {
+        Ok(Some(typed)) => Bucket::open(&typed),
+        Ok(None) => return (None, Diagnostics::new()),
+        Err(d) => return (None, d.into()),
+    };
+    let bucket = match bucket {
+        Ok(bucket) => bucket,
+        Err(e) => return (None, cannot_read(e)),
+    };
+    let cluster = config.get("cluster").as_str().unwrap_or_default();
+    let listed = match bucket.list().await {
+        Ok(listed) => listed,
+        Err(e) => return (None, cannot_read(e)),
+    };
+    let found = match backup::snapshots(&bucket, &listed, cluster).await {
+        Ok(found) => found,
+        Err(e) => return (None, cannot_read(e)),
+    };
+    let secrets = match config.get("age_identity_file").as_str() {
+        None => None,
+        Some(identity) => {
+            match backup::latest_secrets(&bucket, &listed, cluster, Path::new(identity)).await {
+                Ok(secrets) => secrets,
+                Err(e) => {
+                    let d = Diagnostic::error(
+                        "Cannot read the machine secrets in the bucket",
+                        format!("{e}."),
+                    )
+                    .at(AttrPath::attr("age_identity_file"));
+                    return (None, d.into());
                 }
             }
-        };
-        let (location, yaml) = secrets.unzip();
-        let mut state = config.clone();
-        set(
-            &mut state,
-            "id",
-            Value::from(bucket.location(&bucket.key(""))),
-        );
-        set(
-            &mut state,
-            "snapshots",
-            Value::List(found.iter().map(snapshot_value).collect()),
-        );
-        set(&mut state, "machine_secrets", Value::from(yaml));
-        set(
-            &mut state,
-            "machine_secrets_location",
-            Value::from(location),
-        );
-        (Some(state), Diagnostics::new())
-    }
+        }
+    };
+    let (location, yaml) = secrets.unzip();
+    let mut state = config.clone();
+    set(
+        &mut state,
+        "id",
+        Value::from(bucket.location(&bucket.key(""))),
+    );
+    set(
+        &mut state,
+        "snapshots",
+        Value::List(found.iter().map(snapshot_value).collect()),
+    );
+    set(&mut state, "machine_secrets", Value::from(yaml));
+    set(
+        &mut state,
+        "machine_secrets_location",
+        Value::from(location),
+    );
+    (Some(state), Diagnostics::new())
 }
 
 fn cannot_read(e: backup::BackupError) -> Diagnostics {

@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use tokio_util::sync::CancellationToken;
+
 use super::{ATTRIBUTE, BUCKET, RESTORE, RESTORED};
 use crate::backup::{Bucket, RestoreFrom, SnapshotAt, SnapshotFacts};
 use crate::cluster::settings::secrets_fingerprint;
@@ -89,7 +91,13 @@ pub fn typed(value: &Value) -> Result<Option<RestoreFrom>, Diagnostic> {
 /// the bucket is fetched for it), and no control plane of the cluster may
 /// be left (a restore is for a cluster whose etcd is gone, never over a
 /// running one).
-pub async fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: &mut Diagnostics) {
+pub async fn plan(
+    prior: &Value,
+    planned: &mut Value,
+    nodes: &str,
+    cancel: &CancellationToken,
+    diagnostics: &mut Diagnostics,
+) {
     let restored = if prior.is_null() {
         Value::Null
     } else {
@@ -105,9 +113,18 @@ pub async fn plan(prior: &Value, planned: &mut Value, nodes: &str, diagnostics: 
         }
     };
     let unchanged = !prior.is_null() && prior.get(RESTORE) == planned.get(RESTORE);
-    let local = match from.fetch().await {
-        Ok(local) => local,
-        Err(e) => {
+    // Restored once already, from the same location: not fetched again
+    // (a snapshot is known by where it is once restored).
+    if unchanged && !restored.is_null() {
+        return;
+    }
+    let local = match cancel.run_until_cancelled(from.fetch()).await {
+        None => {
+            diagnostics.push(super::stopped());
+            return;
+        }
+        Some(Ok(local)) => local,
+        Some(Err(e)) => {
             set(planned, RESTORED, Value::Unknown);
             if !unchanged {
                 diagnostics.push(

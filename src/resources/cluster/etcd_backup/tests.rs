@@ -39,7 +39,13 @@ fn planned(prior: &Value, mut planned: Value) -> (Value, Diagnostics) {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
-        .block_on(plan(prior, &mut planned, "nodes", &mut found));
+        .block_on(plan(
+            prior,
+            &mut planned,
+            "nodes",
+            &CancellationToken::new(),
+            &mut found,
+        ));
     (planned, found)
 }
 
