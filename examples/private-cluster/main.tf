@@ -114,15 +114,22 @@ variable "etcd_snapshot_recipients" {
 }
 
 # Instead of ./etcd-snapshots, an S3-compatible bucket (Hetzner Object
-# Storage unless endpoint is set). The keys are write-only in hct_cluster:
-# never in plan or state.
+# Storage unless endpoint is set), with its keys apart: they are
+# write-only in hct_cluster, never in plan or state.
 variable "etcd_snapshot_bucket" {
-  description = "{ name, location (fsn1), endpoint (Hetzner's), prefix (<cluster>/), access_key, secret_key } of the bucket for the etcd snapshots; null: ./etcd-snapshots."
+  description = "{ name, location (fsn1), endpoint (Hetzner's), prefix (<cluster>/) } of the bucket for the etcd snapshots (its keys: etcd_snapshot_bucket_keys); null: ./etcd-snapshots."
   type = object({
-    name       = string
-    location   = optional(string)
-    endpoint   = optional(string)
-    prefix     = optional(string)
+    name     = string
+    location = optional(string)
+    endpoint = optional(string)
+    prefix   = optional(string)
+  })
+  default = null
+}
+
+variable "etcd_snapshot_bucket_keys" {
+  description = "{ access_key, secret_key } of etcd_snapshot_bucket."
+  type = object({
     access_key = string
     secret_key = string
   })
@@ -207,8 +214,11 @@ resource "hct_cluster" "this" {
 
   etcd_backup = var.etcd_snapshot_recipients == null ? null : {
     local_directory = var.etcd_snapshot_bucket == null ? "${path.root}/etcd-snapshots" : null
-    bucket          = var.etcd_snapshot_bucket
-    age_recipients  = var.etcd_snapshot_recipients
+    bucket = var.etcd_snapshot_bucket == null ? null : merge(var.etcd_snapshot_bucket, {
+      access_key = var.etcd_snapshot_bucket_keys.access_key
+      secret_key = var.etcd_snapshot_bucket_keys.secret_key
+    })
+    age_recipients = var.etcd_snapshot_recipients
   }
   restore_from = var.etcd_restore_from
 

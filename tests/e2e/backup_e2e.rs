@@ -9,7 +9,7 @@
 //! OpenTofu pass) hct-sim's stand-in for one.
 
 use crate::peers::kubectl::{
-    apply_config_map, config_map_answer, kubeconfig_file, kubectl, run, succeeded,
+    apply_config_map, config_map_answer, kubeconfig_file, kubectl, ready_nodes, run,
 };
 use crate::support;
 use crate::support::reference::{
@@ -187,31 +187,10 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
             state_attribute(&ws, "hct_cluster.this", "restored_snapshot_sha256"),
             digest
         );
-        let members: Vec<Vec<(String, bool)>> =
-            support::sim::etcd_rings(&sim).into_values().collect();
-        let three: Vec<(String, bool)> = (1..=3)
-            .map(|n| (format!("noreturn-cp-{n}"), true))
-            .collect();
-        assert_eq!(members, [three], "one etcd of three members");
+        support::sim::assert_one_etcd_of_three(&sim, "the restore");
         // The pools' nodes are back: every node Ready.
         support::eventually("9 Ready nodes", || {
-            let nodes: serde_json::Value = serde_json::from_str(&succeeded(
-                "get nodes",
-                run(&kubectl, dir.path(), &path, &["get", "nodes", "-o", "json"]),
-            ))
-            .unwrap();
-            let ready = nodes["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|n| {
-                    n["status"]["conditions"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                })
-                .count();
+            let ready = ready_nodes(&kubectl, dir.path(), &path);
             (ready == 9).then_some(()).ok_or(ready)
         });
         let (code, out) = support::plan_exit_code(&ws, &[]);

@@ -11,7 +11,9 @@
 use std::io::Read;
 use std::str::FromStr;
 
-use crate::peers::kubectl::{apply_config_map, config_map_answer, kubeconfig_file, kubectl};
+use crate::peers::kubectl::{
+    apply_config_map, config_map_answer, kubeconfig_file, kubectl, ready_nodes,
+};
 use crate::support;
 use crate::support::reference::{
     SNAPSHOT_IDENTITY, assert_etcd_snapshot, cni_tfvars, import_reference, state_attribute,
@@ -41,12 +43,10 @@ async fn snapshots_go_to_the_bucket_encrypted_and_a_cluster_comes_back_from_one(
     let s3 = S3Server::start(BUCKET).await;
     let ws = workspace(&sim);
     let bucket = |secret: &str| {
-        serde_json::json!({ "etcd_snapshot_bucket": {
-            "name": BUCKET,
-            "endpoint": s3.endpoint,
-            "access_key": ACCESS_KEY,
-            "secret_key": secret,
-        }})
+        serde_json::json!({
+            "etcd_snapshot_bucket": { "name": BUCKET, "endpoint": s3.endpoint },
+            "etcd_snapshot_bucket_keys": { "access_key": ACCESS_KEY, "secret_key": secret },
+        })
         .to_string()
     };
     ws.write("bucket.auto.tfvars.json", &bucket(SECRET_KEY));
@@ -173,7 +173,7 @@ async fn snapshots_go_to_the_bucket_encrypted_and_a_cluster_comes_back_from_one(
             r#"
 data "hct_etcd_snapshots" "this" {
   cluster = hct_cluster.this.name
-  bucket  = var.etcd_snapshot_bucket
+  bucket  = merge(var.etcd_snapshot_bucket, var.etcd_snapshot_bucket_keys)
 }
 
 output "etcd_snapshots" {
@@ -210,7 +210,7 @@ output "etcd_snapshots" {
             r#"
 data "hct_etcd_snapshots" "this" {
   cluster           = "noreturn"
-  bucket            = var.etcd_snapshot_bucket
+  bucket            = merge(var.etcd_snapshot_bucket, var.etcd_snapshot_bucket_keys)
   age_identity_file = "identity.txt"
 }
 "#,
@@ -268,6 +268,11 @@ resource "hct_cluster_secrets" "this" {
             state_attribute(&ws, "hct_cluster.this", "restored_snapshot_sha256"),
             digest
         );
+        support::sim::assert_one_etcd_of_three(&sim, "the restore");
+        support::eventually("9 Ready nodes", || {
+            let ready = ready_nodes(&kubectl, dir.path(), &path);
+            (ready == 9).then_some(()).ok_or(ready)
+        });
         let (code, out) = support::plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "restore_from left set changes nothing\n{out}");
     });

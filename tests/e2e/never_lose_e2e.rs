@@ -36,7 +36,7 @@ use hct_sim::talos::call_log::{CallerKind, TalosCall};
 use peers::kubectl::{kubeconfig_file, kubectl, run, succeeded};
 use support::Workspace;
 use support::reference::{import_reference, pools, state_attribute, workspace};
-use support::sim::{delete_server, requests_of, server_ids};
+use support::sim::{assert_one_etcd_of_three, delete_server, requests_of, server_ids};
 use support::unwrapped;
 
 /// The reference example with one general worker; with the API behind the
@@ -49,18 +49,6 @@ async fn cluster(balanced: bool) -> (SimHandle, Workspace) {
         ws.write("endpoint.auto.tfvars", "api_endpoint = \"load_balancer\"\n");
     }
     (sim, ws)
-}
-
-fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
-    let rings = support::sim::etcd_rings(sim);
-    let expected: Vec<(String, bool)> = (1..=3)
-        .map(|n| (format!("noreturn-cp-{n}"), true))
-        .collect();
-    assert_eq!(
-        rings.into_values().collect::<Vec<_>>(),
-        vec![expected],
-        "one etcd of the three control planes, all up, after {after}"
-    );
 }
 
 fn plan(ws: &Workspace) -> (i32, support::TfOutput) {

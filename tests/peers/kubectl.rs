@@ -131,6 +131,28 @@ pub fn config_map_answer(kubectl: &Path, dir: &Path, kubeconfig: &Path, name: &s
         .to_string()
 }
 
+/// How many nodes are Ready, through this kubeconfig.
+pub fn ready_nodes(kubectl: &Path, dir: &Path, kubeconfig: &Path) -> usize {
+    let args = ["get", "nodes", "-o", "json"];
+    let nodes: Value = serde_json::from_str(&succeeded(
+        "get nodes",
+        run(kubectl, dir, kubeconfig, &args),
+    ))
+    .unwrap();
+    nodes["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| {
+            n["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+        .count()
+}
+
 /// The Ready condition of each node in `kubectl get nodes -o json`.
 pub fn readiness(nodes: &Value) -> Vec<(String, String)> {
     nodes["items"]

@@ -262,3 +262,16 @@ pub fn etcd_rings(sim: &SimHandle) -> BTreeMap<u64, Vec<(String, bool)>> {
     }
     rings
 }
+
+/// One etcd, of the reference cluster's three control planes, all up.
+pub fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
+    let rings = etcd_rings(sim);
+    let expected: Vec<(String, bool)> = (1..=3)
+        .map(|n| (format!("noreturn-cp-{n}"), true))
+        .collect();
+    assert_eq!(
+        rings.into_values().collect::<Vec<_>>(),
+        vec![expected],
+        "one etcd of the three control planes, all up, after {after}"
+    );
+}

@@ -40,7 +40,7 @@ fn upgrade_in_place(sim: &SimHandle, ws: &Workspace, upgrade: &[&str], to: &str)
         named.ends_with(&format!("etcd-snapshots/{name}")),
         "{named}"
     );
-    let written = log.find("etcd snapshot written").expect("logged");
+    let written = log.find("etcd snapshot kept").expect("logged");
     let first_upgrade = log.find("upgrading Talos").expect("upgraded");
     assert!(written < first_upgrade, "the snapshot comes first\n{log}");
 
