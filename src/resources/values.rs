@@ -15,13 +15,13 @@ pub fn set(value: &mut Value, name: &str, to: Value) {
 
 /// Sets the attribute at `path` (attribute names, outer first) where its
 /// object exists; nothing when a parent is null or missing.
-pub fn set_at(value: &mut Value, path: &[&str], to: Value) {
+pub fn set_at<S: AsRef<str>>(value: &mut Value, path: &[S], to: Value) {
     match path {
         [] => {}
-        [name] => set(value, name, to),
+        [name] => set(value, name.as_ref(), to),
         [outer, rest @ ..] => {
             if let Value::Map(items) = value
-                && let Some(inner) = items.get_mut(*outer)
+                && let Some(inner) = items.get_mut(outer.as_ref())
             {
                 set_at(inner, rest, to);
             }
@@ -30,8 +30,8 @@ pub fn set_at(value: &mut Value, path: &[&str], to: Value) {
 }
 
 /// The value at `path`, as [`set_at`] names it (null when missing).
-pub fn get_at<'a>(value: &'a Value, path: &[&str]) -> &'a Value {
-    path.iter().fold(value, |v, name| v.get(name))
+pub fn get_at<'a, S: AsRef<str>>(value: &'a Value, path: &[S]) -> &'a Value {
+    path.iter().fold(value, |v, name| v.get(name.as_ref()))
 }
 
 /// The object attribute `name`, created empty when missing.

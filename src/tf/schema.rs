@@ -96,6 +96,26 @@ impl Schema {
     pub fn find(&self, name: &str) -> Option<&Attribute> {
         self.block.attributes.iter().find(|a| a.name == name)
     }
+
+    /// Where the write-only attributes are: each as its attribute names,
+    /// outer first, through single nested attributes (Terraform allows no
+    /// other nesting for them).
+    pub fn write_only_paths(&self) -> Vec<Vec<String>> {
+        fn walk(attributes: &[Attribute], at: &[String], found: &mut Vec<Vec<String>>) {
+            for attribute in attributes {
+                let mut path = at.to_vec();
+                path.push(attribute.name.clone());
+                match &attribute.ty {
+                    _ if attribute.write_only => found.push(path),
+                    AttributeType::Nested(Nesting::Single, inner) => walk(inner, &path, found),
+                    _ => {}
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(&self.block.attributes, &[], &mut found);
+        found
+    }
 }
 
 impl Block {

@@ -25,9 +25,6 @@ pub const TAKEN: &str = "pre_change_snapshot";
 pub const RESTORE: &str = "restore_from";
 pub const RESTORED: &str = "restored_snapshot_sha256";
 const BUCKET: &str = s3_bucket::ATTRIBUTE;
-/// The bucket's keys: write-only.
-pub const ACCESS_KEY: [&str; 3] = [ATTRIBUTE, BUCKET, "access_key"];
-pub const SECRET_KEY: [&str; 3] = [ATTRIBUTE, BUCKET, "secret_key"];
 
 pub fn attributes() -> Vec<Attribute> {
     vec![

@@ -66,7 +66,6 @@ impl GroupKind for Cluster {
     const SERVERS: &'static str = "the control-plane servers";
     const PLACEMENT_GROUP_IDS: bool = false;
     const ROLE: Role = Role::ControlPlane;
-    const WRITE_ONLY: &'static [&'static [&'static str]] = schema::WRITE_ONLY;
 
     const SCHEMA: fn() -> Schema = schema::schema;
     const VALIDATE: fn(&Value) -> Diagnostics = model::validate;

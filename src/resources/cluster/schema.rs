@@ -9,12 +9,7 @@ use crate::tf::{Attribute, Mode, Nesting, Schema, Type};
 pub const NODES: &str = "control_plane_nodes";
 /// The write-only `hcloud` Secret token, and what marks a new one.
 pub const CCM_TOKEN_WO: &str = "ccm_token_wo";
-/// Every write-only attribute of `hct_cluster`, by path.
-pub const WRITE_ONLY: &[&[&str]] = &[
-    &[CCM_TOKEN_WO],
-    &super::etcd_backup::ACCESS_KEY,
-    &super::etcd_backup::SECRET_KEY,
-];
+
 pub const CCM_TOKEN_WO_VERSION: &str = "ccm_token_wo_version";
 
 pub fn schema() -> Schema {

@@ -56,10 +56,6 @@ pub trait GroupKind: Send + Sync + 'static {
     const PLACEMENT_GROUP_IDS: bool;
     /// The control plane (which records etcd's bootstrap) or a pool.
     const ROLE: Role;
-    /// Write-only attributes (paths of attribute names, nested ones too):
-    /// null in plan and state; their configured values are in the state an
-    /// apply works on (`prepare`, `finish`).
-    const WRITE_ONLY: &'static [&'static [&'static str]];
 
     const SCHEMA: fn() -> Schema;
     /// Checks without API calls; unknown values pass.
@@ -152,8 +148,10 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             private: request.prior_private.clone(),
             ..Plan::default()
         };
-        // The plan sees write-only values as the apply does (`prepare`).
-        for path in K::WRITE_ONLY {
+        // Write-only attributes are null in plan and state; the plan sees
+        // their configured values as the apply does (`prepare`).
+        let write_only = (K::SCHEMA)().write_only_paths();
+        for path in &write_only {
             set_at(
                 &mut plan.planned,
                 path,
@@ -161,7 +159,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             );
         }
         K::plan(ctx, &request.prior, &request.config, &mut plan).await;
-        for path in K::WRITE_ONLY {
+        for path in &write_only {
             set_at(&mut plan.planned, path, Value::Null);
         }
         plan
@@ -181,7 +179,8 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
             Err(d) => return failed(request.prior, d),
         };
         let mut state = request.planned.clone();
-        for path in K::WRITE_ONLY {
+        let write_only = (K::SCHEMA)().write_only_paths();
+        for path in &write_only {
             set_at(&mut state, path, get_at(&request.config, path).clone());
         }
         let prepared = match K::prepare(&mut state) {
@@ -223,7 +222,7 @@ impl<K: GroupKind> Resource for NodeGroupResource<K> {
         set(&mut state, K::NODES, nodes_value(&outcome.nodes));
         tell_pools_if_failed(&prepared, &outcome.diagnostics);
         K::finish(ctx, &request.prior, &mut state, &prepared, &mut outcome).await;
-        for path in K::WRITE_ONLY {
+        for path in &write_only {
             set_at(&mut state, path, Value::Null);
         }
         tell_pools_if_failed(&prepared, &outcome.diagnostics);

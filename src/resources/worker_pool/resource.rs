@@ -38,7 +38,6 @@ impl GroupKind for WorkerPool {
     const SERVERS: &'static str = "the pool's servers";
     const PLACEMENT_GROUP_IDS: bool = true;
     const ROLE: Role = Role::Worker;
-    const WRITE_ONLY: &'static [&'static [&'static str]] = &[];
 
     const SCHEMA: fn() -> Schema = schema::schema;
     const VALIDATE: fn(&Value) -> Diagnostics = model::validate;

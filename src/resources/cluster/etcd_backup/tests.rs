@@ -346,3 +346,17 @@ fn a_snapshot_of_another_cluster_is_refused_at_plan() {
         Some(AttrPath::attr(RESTORE).attr_of("snapshot"))
     );
 }
+
+#[test]
+fn the_bucket_keys_and_the_ccm_token_are_the_clusters_write_only_attributes() {
+    let paths = crate::resources::cluster::schema::schema().write_only_paths();
+    let paths: Vec<String> = paths.iter().map(|p| p.join(".")).collect();
+    assert_eq!(
+        paths,
+        [
+            "ccm_token_wo",
+            "etcd_backup.bucket.access_key",
+            "etcd_backup.bucket.secret_key"
+        ]
+    );
+}
