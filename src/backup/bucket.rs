@@ -88,14 +88,7 @@ impl Bucket {
             config.region.clone(),
         )
         .map_err(|e| invalid(format!("not a bucket: {e}")))?;
-        // reqwest takes TLS crypto from the process default: ring, as everywhere in hct.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .user_agent(format!(
-                "terraform-provider-hct/{}",
-                crate::build_info::VERSION
-            ))
-            .connect_timeout(Duration::from_secs(10))
+        let http = crate::net::http_client()
             // A server that stops sending: the attempt fails (and the
             // runbook tries again within the apply's deadline).
             .read_timeout(REQUEST_TIMEOUT)

@@ -79,15 +79,8 @@ pub(crate) enum Retry {
 
 impl Client {
     pub fn new(config: ClientConfig) -> Result<Self, HcloudError> {
-        // reqwest takes TLS crypto from the process default: ring, as everywhere in hct.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .user_agent(format!(
-                "terraform-provider-hct/{}",
-                crate::build_info::VERSION
-            ))
+        let http = crate::net::http_client()
             .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| HcloudError::Transport {
                 endpoint: config.endpoint.to_string(),

@@ -1,10 +1,24 @@
 //! Reaching the private network from where Terraform runs.
 //!
+//! - [`http_client`]: how hct's HTTP clients start.
 //! - `socks5`: dialing through a SOCKS5 proxy (Tailscale's userspace proxy,
 //!   an `ssh -D` bastion, hct-sim's proxy), for the Talos API, the
 //!   Kubernetes API probe and the image builder's SSH.
 
 pub mod socks5;
+
+/// How hct's HTTP clients (Hetzner's API, the backup bucket) start: TLS
+/// crypto from ring (reqwest takes the process default, as everywhere in
+/// hct), hct's user agent, and 10 s to connect.
+pub fn http_client() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .user_agent(format!(
+            "terraform-provider-hct/{}",
+            crate::build_info::VERSION
+        ))
+        .connect_timeout(std::time::Duration::from_secs(10))
+}
 
 use std::fmt;
 use std::net::SocketAddr;
