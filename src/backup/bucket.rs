@@ -2,7 +2,10 @@
 //! (Hetzner Object Storage, `https://<location>.your-objectstorage.com`, or
 //! any other S3 server): objects put from a local file, read back into one,
 //! listed. Every request is signed with AWS SigV4 (a URL presigned for a few
-//! minutes, by rusty-s3) and sent with reqwest, path-style.
+//! minutes, by rusty-s3) and sent with reqwest: virtual-hosted
+//! (`<bucket>.<location>.your-objectstorage.com`, the form Hetzner gives its
+//! buckets) to Hetzner, path-style to an endpoint the user names (what
+//! self-hosted S3 servers take).
 //!
 //! The keys never leave this file: a signed URL names the access key's id,
 //! so no URL goes into an error or a log (reqwest's errors are stripped of
@@ -31,6 +34,9 @@ pub struct BucketConfig {
     pub name: String,
     /// The SigV4 region: Hetzner's location (`fsn1`).
     pub region: String,
+    /// `https://<endpoint>/<bucket>/<key>` rather than
+    /// `https://<bucket>.<endpoint>/<key>`.
+    pub path_style: bool,
     /// Put before every key: `<cluster>/` unless set.
     pub prefix: String,
     pub access_key: Secret,
@@ -83,7 +89,11 @@ impl Bucket {
         };
         let s3 = rusty_s3::Bucket::new(
             config.endpoint.clone(),
-            UrlStyle::Path,
+            if config.path_style {
+                UrlStyle::Path
+            } else {
+                UrlStyle::VirtualHost
+            },
             config.name.clone(),
             config.region.clone(),
         )
@@ -335,6 +345,7 @@ mod tests {
             endpoint: Url::parse(&hetzner_endpoint("fsn1")).unwrap(),
             name: "backups".into(),
             region: "fsn1".into(),
+            path_style: false,
             prefix: "demo/".into(),
             access_key: Secret::new("AKIDNOTSHOWN"),
             secret_key: Secret::new("SECRETNOTSHOWN"),
@@ -356,15 +367,27 @@ mod tests {
     }
 
     #[test]
-    fn requests_are_path_style_and_signed() {
-        let bucket = Bucket::open(&config()).unwrap();
-        let url =
-            PutObject::new(&bucket.0.s3, Some(&bucket.0.credentials), "demo/x").sign(SIGNED_FOR);
-        assert_eq!(url.host_str(), Some("fsn1.your-objectstorage.com"));
-        assert_eq!(url.path(), "/backups/demo/x");
-        let query = url.query().unwrap_or_default();
+    fn requests_are_signed_virtual_hosted_to_hetzner_and_path_style_elsewhere() {
+        let url = |config: &BucketConfig| {
+            let bucket = Bucket::open(config).unwrap();
+            PutObject::new(&bucket.0.s3, Some(&bucket.0.credentials), "demo/x").sign(SIGNED_FOR)
+        };
+        let hetzner = url(&config());
+        assert_eq!(
+            hetzner.host_str(),
+            Some("backups.fsn1.your-objectstorage.com")
+        );
+        assert_eq!(hetzner.path(), "/demo/x");
+        let query = hetzner.query().unwrap_or_default();
         assert!(query.contains("X-Amz-Signature="), "{query}");
         assert!(query.contains("%2Ffsn1%2Fs3%2Faws4_request"), "{query}");
+        let elsewhere = url(&BucketConfig {
+            endpoint: Url::parse("http://127.0.0.1:9000").unwrap(),
+            path_style: true,
+            ..config()
+        });
+        assert_eq!(elsewhere.host_str(), Some("127.0.0.1"));
+        assert_eq!(elsewhere.path(), "/backups/demo/x");
     }
 
     /// A server on loopback that answers every request with `status` and
@@ -393,6 +416,7 @@ mod tests {
         for (status, transient) in [("503 Service Unavailable", true), ("403 Forbidden", false)] {
             let mut config = config();
             config.endpoint = Url::parse(&answering(status).await).unwrap();
+            config.path_style = true;
             let error = Bucket::open(&config)
                 .unwrap()
                 .check_access()
@@ -414,6 +438,7 @@ mod tests {
             .unwrap()
             .port();
         config.endpoint = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
+        config.path_style = true;
         let error = Bucket::open(&config)
             .unwrap()
             .check_access()

@@ -36,8 +36,9 @@ pub fn attributes(keys: Keys) -> Vec<Attribute> {
              endpoint's host and the region requests are signed for.",
         ),
         Attribute::optional("endpoint", Type::String).description(
-            "Another S3-compatible server instead, e.g. `https://s3.example.com` (requests are \
-             path-style). Default `https://<location>.your-objectstorage.com`.",
+            "Another S3-compatible server instead, e.g. `https://s3.example.com`, asked \
+             path-style (`<endpoint>/<bucket>/<key>`). Default: Hetzner's, \
+             `https://<bucket>.<location>.your-objectstorage.com`.",
         ),
         Attribute::optional("prefix", Type::String)
             .description("Put before every object's name; default `<cluster name>/`."),
@@ -79,6 +80,9 @@ pub fn config(
     };
     let name = text("name").ok_or_else(|| missing("name", "the bucket's name"))?;
     let location = text("location").unwrap_or(DEFAULT_LOCATION);
+    // Hetzner's endpoint takes the bucket in the host name; one named is
+    // asked path-style (self-hosted S3 servers need no DNS per bucket).
+    let path_style = text("endpoint").is_some();
     let endpoint = text("endpoint")
         .map(str::to_string)
         .unwrap_or_else(|| hetzner_endpoint(location));
@@ -108,6 +112,7 @@ pub fn config(
         endpoint,
         name: name.to_string(),
         region: location.to_string(),
+        path_style,
         prefix,
         access_key: key("access_key")?,
         secret_key: key("secret_key")?,

@@ -166,6 +166,7 @@ fn a_bucket_is_hetzners_unless_named_and_prefixed_with_the_cluster() {
         (typed.region.as_str(), typed.prefix.as_str()),
         ("fsn1", "demo/")
     );
+    assert!(!typed.path_style, "Hetzner's buckets are virtual-hosted");
     assert_eq!(typed.access_key.expose(), "AKID");
     assert!(matches!(
         rule(&config),
@@ -187,6 +188,7 @@ fn a_bucket_is_hetzners_unless_named_and_prefixed_with_the_cluster() {
     let typed = bucket_config(&config).unwrap().unwrap();
     assert_eq!(typed.endpoint.as_str(), "http://127.0.0.1:9000/");
     assert_eq!((typed.region.as_str(), typed.prefix.as_str()), ("hel1", ""));
+    assert!(typed.path_style, "a named endpoint is asked path-style");
 }
 
 #[test]
