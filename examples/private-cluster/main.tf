@@ -139,7 +139,7 @@ variable "etcd_snapshot_bucket_keys" {
 
 # A snapshot hct wrote, to start etcd from where the cluster's etcd is lost
 # (every control-plane server gone) or on a new cluster of the old
-# machine_secrets; ignored while etcd runs.
+# machine_secrets; refused at plan while control planes exist.
 variable "etcd_restore_from" {
   description = "{ snapshot = <path of a .etcd.age file, or s3://<bucket>/<key> in etcd_snapshot_bucket>, age_identity_file = <path of an age-keygen identity> }; null: none."
   type = object({

@@ -24,7 +24,10 @@ use crate::secret::Secret;
 
 /// How long a signed request is good for (to start, not to finish).
 const SIGNED_FOR: Duration = Duration::from_secs(300);
-/// Each request but an upload's or a download's body.
+/// Each small request (a listing, facts), whole. Uploads and downloads
+/// of snapshots have no limit of their own: the runbook bounds each
+/// attempt by the apply's deadline; a download also stops when no bytes
+/// come for this long.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A bucket as the configuration names it.
@@ -99,9 +102,10 @@ impl Bucket {
         )
         .map_err(|e| invalid(format!("not a bucket: {e}")))?;
         let http = crate::net::http_client()
-            // A server that stops sending: the attempt fails (and the
-            // runbook tries again within the apply's deadline).
-            .read_timeout(REQUEST_TIMEOUT)
+            // A signed URL names the access key's id: it is sent to the
+            // server named and nowhere else (no redirect, no Referer).
+            .redirect(reqwest::redirect::Policy::none())
+            .referer(false)
             .build()
             .map_err(|e| invalid(e.without_url().to_string()))?;
         Ok(Self(std::sync::Arc::new(Inner {
@@ -242,8 +246,14 @@ impl Bucket {
         #[cfg(unix)]
         options.mode(0o600);
         let mut file = options.open(to).await.map_err(io)?;
-        while let Some(chunk) = response.chunk().await.map_err(|e| self.transport(key, e))? {
-            file.write_all(&chunk).await.map_err(io)?;
+        loop {
+            let next = tokio::time::timeout(REQUEST_TIMEOUT, response.chunk())
+                .await
+                .map_err(|_| self.failed(key, "no bytes for 60 s".to_string(), true))?;
+            match next.map_err(|e| self.transport(key, e))? {
+                Some(chunk) => file.write_all(&chunk).await.map_err(io)?,
+                None => break,
+            }
         }
         file.flush().await.map_err(io)?;
         Ok(true)

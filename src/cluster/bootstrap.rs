@@ -161,9 +161,7 @@ async fn recover(
     let ours = group.settings.secrets_fingerprint();
     let fetching = "fetching the snapshot to restore";
     let local = wait::until(group.deadline, &node.name, fetching, || async {
-        from.fetch()
-            .await
-            .map_err(|e| Retry::from_backup(e, ClusterError::Restore))
+        wait::bucket_attempt(group.deadline, from.fetch(), ClusterError::Restore).await
     })
     .await?;
     match SnapshotFacts::read(&local.snapshot).map_err(ClusterError::Restore)? {

@@ -152,10 +152,7 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
     );
     let bucket = "the etcd snapshots' bucket";
     wait::until(group.deadline, bucket, "checking its keys", || async {
-        destination
-            .check()
-            .await
-            .map_err(|e| Retry::from_backup(e, ClusterError::Backup))
+        wait::bucket_attempt(group.deadline, destination.check(), ClusterError::Backup).await
     })
     .await?;
     let staging = destination.stage().map_err(ClusterError::Backup)?;
@@ -222,10 +219,8 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         bucket,
         "keeping the etcd snapshot",
         || async {
-            destination
-                .keep(&stored, &facts)
-                .await
-                .map_err(|e| Retry::from_backup(e, ClusterError::Backup))
+            let keeping = destination.keep(&stored, &facts);
+            wait::bucket_attempt(group.deadline, keeping, ClusterError::Backup).await
         },
     )
     .await?;

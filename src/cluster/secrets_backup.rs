@@ -10,7 +10,7 @@ use tracing::info;
 
 use super::error::ClusterError;
 use super::group::{Group, SnapshotRule};
-use super::wait::{self, Retry};
+use super::wait;
 use crate::backup;
 
 pub async fn keep(group: &Group<'_>) -> Result<(), ClusterError> {
@@ -30,10 +30,8 @@ pub async fn keep(group: &Group<'_>) -> Result<(), ClusterError> {
         "the machine secrets",
         "keeping them",
         || async {
-            destination
-                .keep_small(&name, encrypted.clone())
-                .await
-                .map_err(|e| Retry::from_backup(e, ClusterError::SecretsBackup))
+            let keeping = destination.keep_small(&name, encrypted.clone());
+            wait::bucket_attempt(group.deadline, keeping, ClusterError::SecretsBackup).await
         },
     )
     .await?;

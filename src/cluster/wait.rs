@@ -153,15 +153,20 @@ pub enum Retry {
     Fatal(ClusterError),
 }
 
-impl Retry {
-    /// A bucket's transient failure is tried again; anything else ends the
-    /// wait as `fatal` says.
-    pub fn from_backup(error: BackupError, fatal: fn(BackupError) -> ClusterError) -> Self {
-        if error.is_transient() {
-            Retry::Again(error.to_string())
-        } else {
-            Retry::Fatal(fatal(error))
-        }
+/// One attempt of a call to the backup bucket, within what is left of the
+/// deadline: a transient failure (or the time running out) is tried again
+/// by [`until`], which then times out; anything else ends the wait as
+/// `fatal` says.
+pub async fn bucket_attempt<T>(
+    deadline: &Deadline,
+    call: impl Future<Output = Result<T, BackupError>>,
+    fatal: fn(BackupError) -> ClusterError,
+) -> Result<T, Retry> {
+    match tokio::time::timeout(deadline.left(), call).await {
+        Err(_) => Err(Retry::Again("the time ran out".to_string())),
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) if e.is_transient() => Err(Retry::Again(e.to_string())),
+        Ok(Err(e)) => Err(Retry::Fatal(fatal(e))),
     }
 }
 

@@ -50,3 +50,15 @@ pub fn provider() -> Provider {
     )
     .with_ephemeral_resources(vec![Arc::new(kubeconfig::KubeconfigEphemeral)])
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_write_only_attribute_has_a_path_hct_can_null() {
+        let provider = super::provider();
+        for resource in provider.resources() {
+            // Panics on one it could not keep out of plan and state.
+            resource.schema().write_only_paths();
+        }
+    }
+}

@@ -79,10 +79,31 @@ pub fn config(
         Diagnostic::error(format!("{path}.{name} is not set"), format!("Set {what}.")).at(at(name))
     };
     let name = text("name").ok_or_else(|| missing("name", "the bucket's name"))?;
+    // S3's rule for names; Hetzner's endpoint puts the name in a host name
+    // its certificate covers only without dots.
+    let path_style = text("endpoint").is_some();
+    let allowed = |c: char| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (path_style && c == '.')
+    };
+    let edges = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if !(3..=63).contains(&name.len())
+        || !name.chars().all(allowed)
+        || !edges(name.chars().next())
+        || !edges(name.chars().last())
+    {
+        return Err(Diagnostic::error(
+            format!("Invalid {path}.name"),
+            format!(
+                "{name:?} is no bucket name: 3 to 63 lowercase letters, digits and hyphens, \
+                 starting and ending with a letter or digit{}.",
+                if path_style { " (dots allowed)" } else { "" }
+            ),
+        )
+        .at(at("name")));
+    }
     let location = text("location").unwrap_or(DEFAULT_LOCATION);
     // Hetzner's endpoint takes the bucket in the host name; one named is
     // asked path-style (self-hosted S3 servers need no DNS per bucket).
-    let path_style = text("endpoint").is_some();
     let endpoint = text("endpoint")
         .map(str::to_string)
         .unwrap_or_else(|| hetzner_endpoint(location));

@@ -98,22 +98,34 @@ impl Schema {
     }
 
     /// Where the write-only attributes are: each as its attribute names,
-    /// outer first, through single nested attributes (Terraform allows no
-    /// other nesting for them).
+    /// outer first, through single nested attributes and blocks.
+    ///
+    /// # Panics
+    /// On a write-only attribute inside a list, set or map: hct has no
+    /// value path into those (a schema test runs this on every schema).
     pub fn write_only_paths(&self) -> Vec<Vec<String>> {
-        fn walk(attributes: &[Attribute], at: &[String], found: &mut Vec<Vec<String>>) {
-            for attribute in attributes {
-                let mut path = at.to_vec();
-                path.push(attribute.name.clone());
-                match &attribute.ty {
-                    _ if attribute.write_only => found.push(path),
-                    AttributeType::Nested(Nesting::Single, inner) => walk(inner, &path, found),
-                    _ => {}
+        fn walk(block: &Block, at: &[String], found: &mut Vec<Vec<String>>, single: bool) {
+            let inner = |name: &str| [at, &[name.to_string()]].concat();
+            for attribute in &block.attributes {
+                let path = inner(&attribute.name);
+                if attribute.write_only {
+                    assert!(single, "write-only {} in a collection", path.join("."));
+                    found.push(path);
+                } else if let AttributeType::Nested(nesting, attributes) = &attribute.ty {
+                    let nested = Block {
+                        attributes: attributes.clone(),
+                        ..Block::default()
+                    };
+                    walk(&nested, &path, found, single && *nesting == Nesting::Single);
                 }
+            }
+            for nested in &block.blocks {
+                let single = single && nested.nesting == Nesting::Single;
+                walk(&nested.block, &inner(&nested.name), found, single);
             }
         }
         let mut found = Vec::new();
-        walk(&self.block.attributes, &[], &mut found);
+        walk(&self.block, &[], &mut found, true);
         found
     }
 }

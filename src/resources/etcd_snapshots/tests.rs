@@ -61,3 +61,25 @@ fn a_snapshot_shows_its_facts_or_nulls_without_them() {
         &Value::from("s3://backups/demo/x.etcd.age")
     );
 }
+
+#[test]
+fn bucket_names_follow_s3_and_dots_need_an_endpoint_of_ones_own() {
+    let source = EtcdSnapshotsDataSource;
+    for name in ["Backups", "ab", "a.b.c", "-backups", "backups-"] {
+        let found = source.validate(&config(bucket(&[("name", Value::from(name))])));
+        let d = found
+            .iter()
+            .next()
+            .unwrap_or_else(|| panic!("{name} passed"));
+        assert_eq!(
+            d.path.as_ref().unwrap().to_string(),
+            "bucket.name",
+            "{name}"
+        );
+    }
+    let dotted = bucket(&[
+        ("name", Value::from("a.b.c")),
+        ("endpoint", Value::from("https://s3.example.com")),
+    ]);
+    assert!(source.validate(&config(dotted)).is_empty());
+}

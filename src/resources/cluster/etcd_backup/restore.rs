@@ -104,6 +104,13 @@ pub async fn plan(
         prior.get(RESTORED).clone()
     };
     set(planned, RESTORED, restored.clone());
+    let unchanged = !prior.is_null() && prior.get(RESTORE) == planned.get(RESTORE);
+    // Restored once already, from the same location: not fetched again
+    // (a snapshot is known by where it is once restored), whatever became
+    // of its bucket.
+    if unchanged && !restored.is_null() {
+        return;
+    }
     let from = match typed(planned) {
         Ok(Some(from)) => from,
         Ok(None) => return,
@@ -112,12 +119,6 @@ pub async fn plan(
             return;
         }
     };
-    let unchanged = !prior.is_null() && prior.get(RESTORE) == planned.get(RESTORE);
-    // Restored once already, from the same location: not fetched again
-    // (a snapshot is known by where it is once restored).
-    if unchanged && !restored.is_null() {
-        return;
-    }
     let local = match cancel.run_until_cancelled(from.fetch()).await {
         None => {
             diagnostics.push(super::stopped());
