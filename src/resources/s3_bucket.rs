@@ -140,6 +140,26 @@ pub fn config(
     }))
 }
 
+/// A warning for an `http://` endpoint off this machine: each signed
+/// request (the access key's id, a signature good for minutes) would cross
+/// the network in the clear. The snapshots themselves are encrypted anyway.
+pub fn plain_http_warning(bucket: &Value, path: &AttrPath) -> Option<Diagnostic> {
+    let endpoint = url::Url::parse(bucket.get("endpoint").as_str()?).ok()?;
+    let local = match endpoint.host()? {
+        url::Host::Domain(name) => name == "localhost",
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    };
+    (endpoint.scheme() == "http" && !local).then(|| {
+        Diagnostic::warning(
+            format!("{path}.endpoint is plain http"),
+            "Each request to the bucket would cross the network unencrypted, with the access \
+             key's id and a signature good for minutes. Use https.",
+        )
+        .at(path.clone().attr_of("endpoint"))
+    })
+}
+
 /// A `bucket` value for tests: Hetzner's defaults, keys `AKID`/`SECRET`,
 /// with `fields` set over it.
 #[cfg(test)]

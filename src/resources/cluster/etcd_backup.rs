@@ -167,6 +167,11 @@ pub fn validate(config: &Value) -> Diagnostics {
     {
         found.push(d);
     }
+    let bucket_path = AttrPath::attr(ATTRIBUTE).attr_of(BUCKET);
+    found.extend(s3_bucket::plain_http_warning(
+        backup.get(BUCKET),
+        &bucket_path,
+    ));
     if let Some(dir) = backup.get("local_directory").as_str()
         && dir.trim().is_empty()
     {

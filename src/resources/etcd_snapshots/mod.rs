@@ -153,6 +153,8 @@ impl DataSource for EtcdSnapshotsDataSource {
         {
             found.push(d);
         }
+        let bucket = config.get(s3_bucket::ATTRIBUTE);
+        found.extend(s3_bucket::plain_http_warning(bucket, &bucket_path()));
         found
     }
 

@@ -83,3 +83,19 @@ fn bucket_names_follow_s3_and_dots_need_an_endpoint_of_ones_own() {
     ]);
     assert!(source.validate(&config(dotted)).is_empty());
 }
+
+#[test]
+fn plain_http_off_this_machine_warns() {
+    let source = EtcdSnapshotsDataSource;
+    let at = |endpoint: &str| {
+        let found = source.validate(&config(bucket(&[("endpoint", Value::from(endpoint))])));
+        found.iter().map(|d| d.summary.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        at("http://s3.example.com"),
+        ["bucket.endpoint is plain http"]
+    );
+    assert!(at("https://s3.example.com").is_empty());
+    assert!(at("http://127.0.0.1:9000").is_empty());
+    assert!(at("http://localhost:9000").is_empty());
+}
