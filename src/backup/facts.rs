@@ -21,7 +21,12 @@ pub struct SnapshotFacts {
     pub node: String,
     /// etcd's bytes (database and hash), before encryption.
     pub bytes: u64,
+    /// The Talos release the node it came from ran (before an upgrade,
+    /// the old one).
     pub talos_version: String,
+    /// The Kubernetes release the configuration named at the time (before
+    /// a Kubernetes upgrade, already the new one: hct does not ask the API
+    /// server).
     pub kubernetes_version: Option<String>,
 }
 

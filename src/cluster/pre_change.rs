@@ -165,7 +165,7 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         .into_iter()
         .filter(|n| !n.never_configured() && n.untrusted().is_none())
         .collect();
-    let (stored, stored_from) = wait::until(group.deadline, "etcd", "taking the etcd snapshot", || {
+    let (stored, stored_from, release) = wait::until(group.deadline, "etcd", "taking the etcd snapshot", || {
         let sources = &sources;
         let name = &name;
         async move {
@@ -178,7 +178,7 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
                     return Err(Retry::Again(format!("{}: the snapshot timed out", node.name)));
                 };
                 match result {
-                    Ok(stored) => return Ok((stored, node.name.clone())),
+                    Ok((stored, release)) => return Ok((stored, node.name.clone(), release)),
                     Err(Snapshot::Stalled) => {
                         info!(node = %node.name, "the etcd snapshot stalled; trying the next control plane");
                         last = Retry::Again(format!("{}: the snapshot stalled", node.name));
@@ -207,7 +207,7 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         taken_at: backup::utc(taken_at),
         node: stored_from,
         bytes: stored.bytes,
-        talos_version: group.settings.talos_version.to_string(),
+        talos_version: release,
         kubernetes_version: group
             .settings
             .kubernetes_version
@@ -247,17 +247,19 @@ const STALL: Duration = Duration::from_secs(30);
 /// How often a snapshot on its way logs how far it got.
 const PROGRESS: Duration = Duration::from_secs(10);
 
-/// One node's snapshot, streamed into its file, logging its progress.
+/// One node's snapshot, streamed into its file, logging its progress; and
+/// the Talos release the node runs (before an upgrade: the old one).
 async fn snapshot_of(
     group: &Group<'_>,
     node: &NodeRecord,
     directory: &std::path::Path,
     name: &str,
     recipients: &Recipients,
-) -> Result<Stored, Snapshot> {
+) -> Result<(Stored, String), Snapshot> {
     let mut client = TalosClient::connect(&group.address(node.ip), group.trust)
         .await
         .map_err(Snapshot::Talos)?;
+    let release = client.version().await.map_err(Snapshot::Talos)?.tag;
     let mut stream = client.etcd_snapshot().await.map_err(Snapshot::Talos)?;
     let mut file = SnapshotFile::create(directory, name, recipients).map_err(Snapshot::Backup)?;
     let (mut received, mut logged) = (0usize, Instant::now());
@@ -276,7 +278,8 @@ async fn snapshot_of(
             logged = Instant::now();
         }
     }
-    file.finish().map_err(Snapshot::Backup)
+    let stored = file.finish().map_err(Snapshot::Backup)?;
+    Ok((stored, release))
 }
 
 #[cfg(test)]

@@ -36,19 +36,22 @@ fn decrypt(path: &std::path::Path) -> Vec<u8> {
     plain
 }
 
+/// The example's bucket variables for the test server, with `secret`.
+fn bucket_tfvars(s3: &S3Server, secret: &str) -> String {
+    serde_json::json!({
+        "etcd_snapshot_bucket": { "name": BUCKET, "endpoint": s3.endpoint },
+        "etcd_snapshot_bucket_keys": { "access_key": ACCESS_KEY, "secret_key": secret },
+    })
+    .to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshots_go_to_the_bucket_encrypted_and_a_cluster_comes_back_from_one() {
     let kubectl = kubectl();
     let sim = support::sim::start_with_real_kubernetes().await;
     let s3 = S3Server::start(BUCKET).await;
     let ws = workspace(&sim);
-    let bucket = |secret: &str| {
-        serde_json::json!({
-            "etcd_snapshot_bucket": { "name": BUCKET, "endpoint": s3.endpoint },
-            "etcd_snapshot_bucket_keys": { "access_key": ACCESS_KEY, "secret_key": secret },
-        })
-        .to_string()
-    };
+    let bucket = |secret: &str| bucket_tfvars(&s3, secret);
     ws.write("bucket.auto.tfvars.json", &bucket(SECRET_KEY));
     ws.write("cni.auto.tfvars.json", &cni_tfvars("stage: one"));
     tokio::task::block_in_place(|| {
@@ -275,5 +278,44 @@ resource "hct_cluster_secrets" "this" {
         });
         let (code, out) = support::plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "restore_from left set changes nothing\n{out}");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_talos_upgrade_puts_its_snapshot_in_the_bucket_before_any_node_goes_down() {
+    let sim = support::sim::start().await;
+    let s3 = S3Server::start(BUCKET).await;
+    let ws = workspace(&sim);
+    ws.write("bucket.auto.tfvars.json", &bucket_tfvars(&s3, SECRET_KEY));
+    tokio::task::block_in_place(|| {
+        let v1_13 = ["-var", "talos_version=v1.13.9"];
+        ws.terraform(&[&["apply", "-auto-approve"], &v1_13[..]].concat())
+            .expect_success("apply v1.13.9");
+        let upgrade = ["-var", "talos_version=v1.14.0"];
+        let log = support::apply_with_provider_log(&ws, &upgrade, "the upgrade");
+        let kept = log.find("etcd snapshot kept").expect("kept");
+        let first_upgrade = log.find("upgrading Talos").expect("upgraded");
+        assert!(kept < first_upgrade, "the snapshot comes first\n{log}");
+        let snapshots: Vec<_> = s3
+            .objects(BUCKET, "noreturn/")
+            .into_iter()
+            .filter(|(key, _)| key.ends_with("-pre-change.etcd.age"))
+            .collect();
+        assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+        let (key, file) = &snapshots[0];
+        assert_etcd_snapshot(&decrypt(file));
+        let facts = s3
+            .objects(BUCKET, &format!("{key}.json"))
+            .pop()
+            .expect("its facts");
+        let facts: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(facts.1).unwrap()).unwrap();
+        assert_eq!(facts["talos_version"], "v1.13.9", "taken before: {facts:#}");
+        assert_eq!(
+            state_attribute(&ws, "hct_cluster.this", "pre_change_snapshot"),
+            format!("s3://{BUCKET}/{key}")
+        );
+        let (code, out) = support::plan_exit_code(&ws, &upgrade);
+        assert_eq!(code, 0, "{out}");
     });
 }

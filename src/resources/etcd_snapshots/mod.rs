@@ -33,9 +33,10 @@ fn snapshot_attributes() -> Vec<Attribute> {
         Attribute::computed("etcd_bytes", Type::Number)
             .description("etcd's bytes before encryption; null without facts."),
         Attribute::computed("talos_version", Type::String)
-            .description("The Talos release the cluster ran; null without facts."),
+            .description("The Talos release its control plane ran; null without facts."),
         Attribute::computed("kubernetes_version", Type::String).description(
-            "The Kubernetes release the cluster ran; null without facts or when unset.",
+            "The Kubernetes release `hct_cluster` named when it was taken (before a Kubernetes \
+             upgrade, already the new one); null without facts or when unset.",
         ),
     ]
 }
