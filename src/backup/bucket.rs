@@ -421,17 +421,24 @@ mod tests {
         format!("http://{address}")
     }
 
+    /// What `check_access` says of the server at `endpoint` (path-style).
+    async fn access_error(endpoint: &str) -> BackupError {
+        let config = BucketConfig {
+            endpoint: Url::parse(endpoint).unwrap(),
+            path_style: true,
+            ..config()
+        };
+        Bucket::open(&config)
+            .unwrap()
+            .check_access()
+            .await
+            .unwrap_err()
+    }
+
     #[tokio::test]
     async fn server_errors_are_worth_another_attempt_and_refusals_are_not() {
         for (status, transient) in [("503 Service Unavailable", true), ("403 Forbidden", false)] {
-            let mut config = config();
-            config.endpoint = Url::parse(&answering(status).await).unwrap();
-            config.path_style = true;
-            let error = Bucket::open(&config)
-                .unwrap()
-                .check_access()
-                .await
-                .unwrap_err();
+            let error = access_error(&answering(status).await).await;
             assert_eq!(error.is_transient(), transient, "{status}: {error}");
             let text = error.to_string();
             assert!(text.contains("SlowDown: later"), "{text}");
@@ -441,19 +448,12 @@ mod tests {
             );
         }
         // Nobody listening: transient, and no URL in the error.
-        let mut config = config();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        config.endpoint = Url::parse(&format!("http://127.0.0.1:{port}")).unwrap();
-        config.path_style = true;
-        let error = Bucket::open(&config)
-            .unwrap()
-            .check_access()
-            .await
-            .unwrap_err();
+        let error = access_error(&format!("http://127.0.0.1:{port}")).await;
         assert!(error.is_transient(), "{error}");
         assert!(!error.to_string().contains("AKIDNOTSHOWN"), "{error}");
     }

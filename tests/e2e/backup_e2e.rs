@@ -13,8 +13,8 @@ use crate::peers::kubectl::{
 };
 use crate::support;
 use crate::support::reference::{
-    SNAPSHOT_IDENTITY, assert_etcd_snapshot, cni_tfvars, resource_values, snapshots,
-    state_attribute, workspace,
+    SNAPSHOT_IDENTITY, assert_etcd_snapshot, assert_restored, cni_tfvars, resource_values,
+    snapshots, state_attribute, workspace,
 };
 use crate::support::sim::{talos_calls_count, talos_calls_since};
 
@@ -177,21 +177,9 @@ async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_object
             !later.status.success() && String::from_utf8_lossy(&later.stderr).contains("NotFound"),
             "an object made after the snapshot is gone: {later:?}"
         );
-        // State records the snapshot restored: never restored again.
-        let encrypted = std::fs::read(ws.path().join("etcd-snapshots").join(name)).unwrap();
-        let digest = {
-            use sha2::Digest;
-            format!("sha256:{:x}", sha2::Sha256::digest(&encrypted))
-        };
-        assert_eq!(
-            state_attribute(&ws, "hct_cluster.this", "restored_snapshot_sha256"),
-            digest
-        );
-        support::sim::assert_one_etcd_of_three(&sim, "the restore");
-        // The pools' nodes are back: every node Ready.
-        support::eventually("9 Ready nodes", || {
-            let ready = ready_nodes(&kubectl, dir.path(), &path);
-            (ready == 9).then_some(()).ok_or(ready)
+        let snapshot_file = ws.path().join("etcd-snapshots").join(name);
+        assert_restored(&sim, &ws, &snapshot_file, || {
+            ready_nodes(&kubectl, dir.path(), &path)
         });
         let (code, out) = support::plan_exit_code(&ws, &[]);
         assert_eq!(code, 0, "restore_from left set changes nothing\n{out}");

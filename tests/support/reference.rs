@@ -186,3 +186,29 @@ pub fn import_reference(ws: &Workspace, image: &str) {
         "nothing is replaced after the import\n{out}"
     );
 }
+
+/// After a restore of the reference cluster from the snapshot whose
+/// encrypted file is `encrypted`: state records that file's SHA-256 (so it
+/// is never restored again), one etcd of the three control planes runs, and
+/// `ready_nodes` reaches all 9 nodes.
+pub fn assert_restored(
+    sim: &SimHandle,
+    ws: &Workspace,
+    encrypted: &std::path::Path,
+    ready_nodes: impl Fn() -> usize,
+) {
+    use sha2::Digest;
+    let digest = format!(
+        "sha256:{:x}",
+        sha2::Sha256::digest(std::fs::read(encrypted).unwrap())
+    );
+    assert_eq!(
+        state_attribute(ws, "hct_cluster.this", "restored_snapshot_sha256"),
+        digest
+    );
+    super::sim::assert_one_etcd_of_three(sim, "the restore");
+    super::eventually("9 Ready nodes", || {
+        let ready = ready_nodes();
+        (ready == 9).then_some(()).ok_or(ready)
+    });
+}
