@@ -24,7 +24,7 @@ use super::group::Group;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::backup::{RestoreFrom, Restored, SnapshotFacts};
-use crate::talos::api::{Bootstrapped, TalosClient, TalosError};
+use crate::talos::api::{Bootstrapped, EtcdMembers, TalosClient, TalosError};
 
 /// What state remembers of the cluster's etcd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,8 @@ pub enum EtcdRecord {
 
 /// What the control planes said of etcd.
 enum Seen {
-    /// `node` answered with etcd's members.
+    /// `node` answered with etcd's members, or that an etcd without a
+    /// leader answered: either way an etcd exists.
     Members { node: String },
     /// No control plane has a running etcd.
     Nothing,
@@ -108,9 +109,10 @@ fn restore_refused(nodes: &[NodeRecord]) -> ClusterError {
 }
 
 /// Asks every control plane (which answers with the cluster's CA by now)
-/// for etcd's members, until each has answered: with members, or that its
-/// etcd does not run. A node that cannot be asked is asked again: no
-/// decision is made on a missing answer.
+/// for etcd's members, until each has answered: with members, that an
+/// etcd exists without quorum, or that no etcd is reachable from it. A
+/// node that cannot be asked, or fails otherwise, is asked again: no
+/// decision is made on a missing or unclear answer.
 async fn seen(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<Seen, ClusterError> {
     let first = &nodes[0];
     wait::until(
@@ -118,24 +120,28 @@ async fn seen(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<Seen, ClusterEr
         &first.name,
         "asking the control planes for etcd",
         || async {
+            let within = group.deadline.etcd_ask();
             let asked = join_all(nodes.iter().map(|node| async move {
                 let address = group.address(node.ip);
-                let mut client = TalosClient::connect(&address, group.trust)
-                    .await
-                    .map_err(|e| (node.name.clone(), e.to_string()))?;
-                // An answer of the node's own: its etcd runs, or does not.
-                Ok::<_, (String, String)>(match client.etcd_members().await {
-                    Ok(members) if !members.is_empty() => Some(node.name.clone()),
-                    _ => None,
-                })
+                let answer = match TalosClient::connect(&address, group.trust).await {
+                    Ok(mut client) => client.etcd_members(within).await,
+                    Err(e) => Err(e),
+                };
+                (node.name.clone(), answer)
             }))
             .await;
             let mut unanswered = Vec::new();
-            for answer in asked {
+            for (node, answer) in asked {
                 match answer {
-                    Ok(Some(node)) => return Ok(Seen::Members { node }),
-                    Ok(None) => {}
-                    Err((node, why)) => unanswered.push(format!("{node}: {why}")),
+                    Ok(EtcdMembers::Listed(members)) if !members.is_empty() => {
+                        return Ok(Seen::Members { node });
+                    }
+                    Ok(EtcdMembers::NoLeader(why)) => {
+                        warn!(%node, "etcd answers without a leader ({why}); no bootstrap");
+                        return Ok(Seen::Members { node });
+                    }
+                    Ok(EtcdMembers::Listed(_) | EtcdMembers::NoneReachable(_)) => {}
+                    Err(e) => unanswered.push(e.to_string()),
                 }
             }
             if unanswered.is_empty() {

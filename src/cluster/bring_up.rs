@@ -16,7 +16,7 @@ use super::kube_api;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::talos::Role;
-use crate::talos::api::TalosClient;
+use crate::talos::api::{EtcdMember, EtcdMembers, TalosClient};
 use crate::talos::client_config::ApiCredentials;
 
 /// Waits until the control plane is up, bootstrapping etcd if the cluster
@@ -137,18 +137,22 @@ async fn etcd_lists_all(
     nodes: &[NodeRecord],
 ) -> Result<(), Retry> {
     let mut client = TalosClient::connect(&group.address(ask.ip), group.trust).await?;
-    let members = match client.etcd_members().await {
-        Ok(members) => members,
-        Err(error) => {
-            // etcd not running yet: its service says what it waits for
-            // (e.g. an image it cannot pull without egress).
-            let waits = etcd_service_waiting(&mut client).await;
-            return Err(match (Retry::from(error), waits) {
-                (Retry::Again(why), Some(waits)) => Retry::Again(format!("{why}; {waits}")),
-                (retry, _) => retry,
-            });
-        }
+    let why = match client.etcd_members(group.deadline.etcd_ask()).await {
+        Ok(EtcdMembers::Listed(members)) => return lists_all(&members, nodes),
+        Ok(EtcdMembers::NoneReachable(why) | EtcdMembers::NoLeader(why)) => Retry::Again(why),
+        Err(error) => Retry::from(error),
     };
+    // etcd not running yet: its service says what it waits for (e.g. an
+    // image it cannot pull without egress).
+    let waits = etcd_service_waiting(&mut client).await;
+    Err(match (why, waits) {
+        (Retry::Again(why), Some(waits)) => Retry::Again(format!("{why}; {waits}")),
+        (retry, _) => retry,
+    })
+}
+
+/// Whether `members` lists every node of `nodes` as a voter.
+fn lists_all(members: &[EtcdMember], nodes: &[NodeRecord]) -> Result<(), Retry> {
     let missing: Vec<&str> = nodes
         .iter()
         .filter(|n| {

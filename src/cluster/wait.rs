@@ -18,6 +18,11 @@ use crate::talos::api::TalosError;
 /// production; a shorter poll interval shortens both, see [`Pace`]).
 const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(2);
 const FIRST_RETRY_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a control plane is given to reach etcd when asked for its
+/// members. etcd answers a member list in milliseconds; Talos holds the
+/// call while no etcd answers, so the end of this wait is the answer "no
+/// etcd reachable from this node" (`TalosClient::etcd_members`).
+const ETCD_ASK: Duration = Duration::from_secs(10);
 
 /// When an operation (create, update, delete) must be done by, and the
 /// signal that stops it early.
@@ -49,6 +54,12 @@ impl Deadline {
         self.timeout
             .saturating_sub(self.started.elapsed())
             .max(Duration::from_secs(1))
+    }
+
+    /// How long a member list may take (see [`ETCD_ASK`]), scaled by the
+    /// pace and within what is left.
+    pub fn etcd_ask(&self) -> Duration {
+        self.pace.scaled(ETCD_ASK).min(self.left())
     }
 
     pub fn is_past(&self) -> bool {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use hct::hcloud::PrivateServer;
 use hct::network_plan::NetworkPlan;
-use hct::talos::api::{AdminCredentials, NodeAddress, TalosClient, TalosError, Trust};
+use hct::talos::api::{AdminCredentials, EtcdMembers, NodeAddress, TalosClient, TalosError, Trust};
 use hct::talos::{NodeConfigInput, Role, Secrets};
 use hct_sim::{SimHandle, SimOptions};
 use sha2::{Digest, Sha256};
@@ -200,14 +200,14 @@ async fn client_reads(talos: &str, checker: std::path::PathBuf) {
     eventually("three etcd members", || async {
         let members = TalosClient::connect(&cp1, &trust)
             .await?
-            .etcd_members()
+            .etcd_members(Duration::from_secs(5))
             .await?;
-        if members.len() == 3 {
+        if matches!(&members, EtcdMembers::Listed(m) if m.len() == 3) {
             Ok(())
         } else {
             Err(TalosError::NotReady {
                 node: "10.0.128.17".into(),
-                message: format!("{} etcd members", members.len()),
+                message: format!("{members:?}"),
             })
         }
     })

@@ -96,7 +96,7 @@ pub fn quorum(world: &World, cluster: &ClusterIdentity, ring: u64) -> Result<(),
 }
 
 /// Whether `server`'s node runs etcd as member `id` of `cluster`.
-fn runs(world: &World, server: &Server, cluster: &ClusterIdentity, id: u64) -> bool {
+pub(crate) fn runs(world: &World, server: &Server, cluster: &ClusterIdentity, id: u64) -> bool {
     let Some(talos) = server.talos.as_ref() else {
         return false;
     };

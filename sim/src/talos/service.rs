@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 
 use super::auth::{self, Call, Caller};
 use super::call_log::TalosCall;
-use super::calls::{self, ApplyMode, ApplyRequest, CallError, NodeRef};
+use super::calls::{self, ApplyMode, ApplyRequest, CallError, NodeRef, etcd_members};
 use super::etcd_recover;
 use super::etcd_snapshot;
 use super::faults;
@@ -244,9 +244,24 @@ impl MachineService for MachineApi {
         request: Request<pb::EtcdMemberListRequest>,
     ) -> Result<Response<pb::EtcdMemberListResponse>, Status> {
         self.authorize(&request, Call::EtcdMemberList)?;
-        let world = self.world();
-        let (at, metadata) = self.target(&world, &request)?;
-        let members = calls::etcd_members(&world, at).map_err(status)?;
+        let query_local = request.get_ref().query_local;
+        let until = tokio::time::Instant::now() + etcd_members::held_for(request.metadata());
+        // Held while no etcd answers, as Talos' etcd client waits for one.
+        let (members, metadata) = loop {
+            let asked = {
+                let world = self.world();
+                let (at, metadata) = self.target(&world, &request)?;
+                (etcd_members::as_asked(&world, at, query_local), metadata)
+            };
+            match asked {
+                (Err(CallError::EtcdUnreachable), _)
+                    if tokio::time::Instant::now() + etcd_members::RETRY < until =>
+                {
+                    tokio::time::sleep(etcd_members::RETRY).await;
+                }
+                (answer, metadata) => break (answer.map_err(status)?, metadata),
+            }
+        };
         Ok(Response::new(pb::EtcdMemberListResponse {
             messages: vec![pb::EtcdMembers {
                 metadata,

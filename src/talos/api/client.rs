@@ -12,7 +12,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Status};
 
-pub use super::answers::{Applied, Bootstrapped, EtcdMember, Service};
+pub use super::answers::{Applied, Bootstrapped, EtcdMember, EtcdMembers, Service};
 use super::error::TalosError;
 use super::tls::{Trust, shared_client_config};
 use crate::net::socks5;

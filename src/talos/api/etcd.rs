@@ -2,15 +2,37 @@
 //! from an uploaded snapshot), the member list, and snapshots taken
 //! (`EtcdSnapshot`) and uploaded (`EtcdRecover`).
 
-use tonic::Code;
+use std::time::Duration;
 
-use super::answers::{Bootstrapped, EtcdMember};
+use tonic::{Code, Status, TimeoutExpired};
+
+use super::answers::{Bootstrapped, EtcdMember, EtcdMembers};
 use super::client::{TalosClient, metadata_error};
 use super::stream::DataStream;
 use super::{TalosError, pb};
 
 /// Bytes per message of an upload.
 const UPLOAD_CHUNK: usize = 64 * 1024;
+
+/// The failures of a member list that are answers about etcd (see
+/// [`TalosClient::etcd_members`]); None for every other one.
+fn failure_as_answer(status: &Status) -> Option<EtcdMembers> {
+    let message = status.message();
+    match status.code() {
+        Code::DeadlineExceeded => Some(EtcdMembers::NoneReachable(message.to_string())),
+        // The client's own end of the deadline (tonic's grpc-timeout).
+        Code::Cancelled if message == TimeoutExpired(()).to_string() => {
+            Some(EtcdMembers::NoneReachable(message.to_string()))
+        }
+        _ if message.contains("no controlplane endpoints discovered yet") => {
+            Some(EtcdMembers::NoneReachable(message.to_string()))
+        }
+        _ if message.contains("etcdserver: no leader") => {
+            Some(EtcdMembers::NoLeader(message.to_string()))
+        }
+        _ => None,
+    }
+}
 
 impl TalosClient {
     /// Bootstraps etcd on this control-plane node. Done already is success.
@@ -44,23 +66,41 @@ impl TalosClient {
         }
     }
 
-    pub async fn etcd_members(&mut self) -> Result<Vec<EtcdMember>, TalosError> {
-        let response = self
-            .inner
-            .etcd_member_list(self.request(pb::EtcdMemberListRequest { query_local: false }))
-            .await
-            .map_err(|s| self.rejected("EtcdMemberList", s))?
-            .into_inner();
-        Ok(response
-            .messages
-            .into_iter()
-            .flat_map(|m| m.members)
-            .map(|m| EtcdMember {
-                id: m.id,
-                hostname: m.hostname,
-                is_learner: m.is_learner,
-            })
-            .collect())
+    /// The members of the cluster's etcd as this control plane reaches it
+    /// (`query_local: false`: through every control-plane endpoint Talos
+    /// knows, so a node whose own etcd is empty or down still lists a
+    /// running cluster's members). `within` bounds the call: Talos blocks
+    /// until the deadline while no etcd answers, and that deadline is the
+    /// answer [`EtcdMembers::NoneReachable`]. Talos' "no endpoints
+    /// discovered yet" means the same; etcd's "no leader" means an etcd
+    /// without quorum ([`EtcdMembers::NoLeader`]). Every other failure is
+    /// an error: no answer, to be asked again, never taken for "no etcd".
+    pub async fn etcd_members(&mut self, within: Duration) -> Result<EtcdMembers, TalosError> {
+        let mut request = self.request(pb::EtcdMemberListRequest { query_local: false });
+        // Sent as `grpc-timeout`: Talos' context ends there, and so does
+        // the client's wait should the server not answer in time.
+        request.set_timeout(within);
+        let response = match self.inner.etcd_member_list(request).await {
+            Ok(response) => response.into_inner(),
+            Err(status) => {
+                return match failure_as_answer(&status) {
+                    Some(members) => Ok(members),
+                    None => Err(self.rejected("EtcdMemberList", status)),
+                };
+            }
+        };
+        Ok(EtcdMembers::Listed(
+            response
+                .messages
+                .into_iter()
+                .flat_map(|m| m.members)
+                .map(|m| EtcdMember {
+                    id: m.id,
+                    hostname: m.hostname,
+                    is_learner: m.is_learner,
+                })
+                .collect(),
+        ))
     }
 
     /// Uploads an etcd snapshot (as [`TalosClient::etcd_snapshot`] gives
@@ -95,5 +135,48 @@ impl TalosClient {
             .map_err(|s| self.rejected("EtcdSnapshot", s))?
             .into_inner();
         Ok(self.data_stream("EtcdSnapshot", stream))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(code: Code, message: &str) -> Option<EtcdMembers> {
+        failure_as_answer(&Status::new(code, message))
+    }
+
+    #[test]
+    fn only_a_deadline_or_no_endpoints_mean_no_etcd_and_no_leader_means_one() {
+        let none = |m: &str| Some(EtcdMembers::NoneReachable(m.to_string()));
+        assert_eq!(
+            said(Code::DeadlineExceeded, "context deadline exceeded"),
+            none("context deadline exceeded")
+        );
+        assert_eq!(
+            said(Code::Cancelled, "Timeout expired"),
+            none("Timeout expired"),
+            "tonic's own end of the grpc-timeout"
+        );
+        assert_eq!(
+            said(Code::Unknown, "no controlplane endpoints discovered yet"),
+            none("no controlplane endpoints discovered yet")
+        );
+        assert_eq!(
+            said(Code::Unknown, "etcdserver: no leader"),
+            Some(EtcdMembers::NoLeader("etcdserver: no leader".into()))
+        );
+        for (code, message) in [
+            (Code::Unavailable, "connection refused"),
+            (Code::Cancelled, "operation was canceled"),
+            (Code::PermissionDenied, "not authorized"),
+            (
+                Code::Unimplemented,
+                "member list is only available on control plane nodes",
+            ),
+            (Code::Unknown, "etcdserver: request timed out"),
+        ] {
+            assert_eq!(said(code, message), None, "{code:?} {message}");
+        }
     }
 }

@@ -13,8 +13,8 @@ mod stream;
 pub mod tls;
 
 pub use client::{
-    APID_PORT, Applied, ApplyMode, Bootstrapped, EtcdMember, MACHINE_CONFIG_PATH, NodeAddress,
-    Probe, Service, TalosClient,
+    APID_PORT, Applied, ApplyMode, Bootstrapped, EtcdMember, EtcdMembers, MACHINE_CONFIG_PATH,
+    NodeAddress, Probe, Service, TalosClient,
 };
 pub use error::TalosError;
 pub use manifests::{MANIFEST_NAMESPACE, MANIFEST_TYPE, RenderedManifest};

@@ -12,7 +12,7 @@ use super::config::{self, ConfigError, MachineConfig};
 use super::faults;
 use super::kubeconfig::KubeconfigSource;
 use super::lifecycle::{Restart, back_at, running_version};
-use super::node::{EtcdMember, Trial};
+use super::node::Trial;
 use super::services::{self, ServiceStatus};
 use super::version::{TalosVersion, installer_version};
 use crate::clock::Timestamp;
@@ -101,6 +101,12 @@ pub enum CallError {
     ControlPlaneOnly(&'static str),
     #[error("etcd is not running on this node yet")]
     EtcdNotRunning,
+    /// No etcd answered before the call's deadline (Talos' etcd client
+    /// waits for one that does; see `etcd::members_as_asked`).
+    #[error("context deadline exceeded")]
+    EtcdUnreachable,
+    #[error("etcdserver: no leader")]
+    EtcdNoLeader,
     #[error("the cluster is not bootstrapped yet: call Bootstrap first")]
     NotBootstrapped,
     #[error("invalid upgrade image: {0}")]
@@ -124,6 +130,8 @@ impl CallError {
             Self::Maintenance(_) | Self::ModeInMaintenance(_) => Code::Unimplemented,
             Self::InvalidConfig(_) | Self::NotText | Self::InvalidImage(_) => Code::InvalidArgument,
             Self::ControlPlaneOnly(_) => Code::Unimplemented,
+            Self::EtcdUnreachable => Code::DeadlineExceeded,
+            Self::EtcdNoLeader => Code::Unknown,
             Self::NeedsReboot { .. } | Self::BootstrapOnWorker => Code::FailedPrecondition,
             Self::AlreadyBootstrapped => Code::AlreadyExists,
             Self::NoSuchFile(_) => Code::NotFound,
@@ -376,19 +384,6 @@ pub(crate) fn may_bootstrap(world: &World, at: NodeRef) -> Result<MachineConfig,
     Ok(config)
 }
 
-/// The members of the etcd cluster this node's etcd belongs to.
-pub fn etcd_members(world: &World, at: NodeRef) -> Result<Vec<EtcdMember>, CallError> {
-    let (_, talos) = node(world, at)?;
-    let config = configured(talos, "EtcdMemberList")?;
-    if !config.is_control_plane() {
-        return Err(CallError::ControlPlaneOnly("member list"));
-    }
-    let Some(member) = &talos.node.disk.etcd.member else {
-        return Err(CallError::EtcdNotRunning);
-    };
-    Ok(Clusters::of(world).members(&config.cluster, member.ring))
-}
-
 pub fn services(world: &World, at: NodeRef) -> Result<Vec<ServiceStatus>, CallError> {
     let (server, talos) = node(world, at)?;
     let config = configured(talos, "ServiceList")?;
@@ -493,6 +488,8 @@ pub fn upgrade(
     node.restart(back);
     Ok(version)
 }
+
+pub mod etcd_members;
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::etcd_members::as_asked as members_as_asked;
 use super::*;
 use crate::talos::faults::{GrpcCode, TalosFault};
 use crate::talos::node::{Mode, PhaseName};
@@ -169,8 +170,8 @@ fn bootstrap_is_refused_only_where_etcd_data_exists() {
     // yet, so a Bootstrap there starts a second etcd, split from cp-1's.
     lab.on(cp2, |w, at, _| bootstrap(w, at)).unwrap();
     lab.settle();
-    let first = etcd_members(&lab.world, lab.at(cp1)).unwrap();
-    let second = etcd_members(&lab.world, lab.at(cp2)).unwrap();
+    let first = members_as_asked(&lab.world, lab.at(cp1), true).unwrap();
+    let second = members_as_asked(&lab.world, lab.at(cp2), true).unwrap();
     assert_eq!(first.len(), 1, "{first:?}");
     assert_eq!(second.len(), 1, "{second:?}");
     assert_ne!(first[0].ring, second[0].ring);
@@ -181,7 +182,7 @@ fn bootstrap_is_refused_only_where_etcd_data_exists() {
         Err(CallError::ControlPlaneOnly("kubeconfig"))
     ));
     assert!(matches!(
-        etcd_members(&lab.world, lab.at(w)),
+        members_as_asked(&lab.world, lab.at(w), false),
         Err(CallError::ControlPlaneOnly("member list"))
     ));
 }
@@ -204,10 +205,73 @@ fn bootstrapped_control_planes(lab: &mut Lab, count: usize) -> Vec<Id> {
     lab.on(ids[0], |w, at, _| bootstrap(w, at)).unwrap();
     lab.settle();
     assert_eq!(
-        etcd_members(&lab.world, lab.at(ids[0])).unwrap().len(),
+        members_as_asked(&lab.world, lab.at(ids[0]), true)
+            .unwrap()
+            .len(),
         count
     );
     ids
+}
+
+/// The hostnames the etcd of `id`'s node lists, up or not.
+fn listed(lab: &Lab, id: Id) -> Vec<String> {
+    let node = &lab.talos(id).node;
+    let ring = node.disk.etcd.member.as_ref().unwrap().ring;
+    Clusters::of(&lab.world)
+        .members(&node.config().unwrap().cluster, ring)
+        .into_iter()
+        .map(|m| m.hostname)
+        .collect()
+}
+
+/// As Talos: asked for all of the cluster, any running member answers (a
+/// node whose own etcd is empty or down too); asked locally, only its own;
+/// etcd without quorum says "no leader"; no etcd at all is a deadline.
+#[test]
+fn the_member_list_is_the_clusters_and_needs_a_quorum() {
+    let mut lab = Lab::new();
+    let config = cluster().machine_config(&control_plane());
+    let fresh = lab.server("cp-1", "10.0.128.11", "v1.12.6", None);
+    lab.settle();
+    apply(&mut lab, fresh, &config, ApplyMode::Auto).unwrap();
+    lab.settle();
+    for local in [true, false] {
+        assert!(matches!(
+            members_as_asked(&lab.world, lab.at(fresh), local),
+            Err(CallError::EtcdUnreachable)
+        ));
+    }
+    assert_eq!(CallError::EtcdUnreachable.code(), Code::DeadlineExceeded);
+
+    let mut lab = Lab::new();
+    let ids = bootstrapped_control_planes(&mut lab, 3);
+    lab.on(ids[2], |w, at, now| reset(w, at, false, true, now))
+        .unwrap();
+    lab.settle();
+    assert!(lab.talos(ids[2]).node.disk.etcd.is_empty());
+    let ours = read_file(&lab.world, lab.at(ids[0]), config::CONFIG_PATH).unwrap();
+    let ours = String::from_utf8(ours).unwrap();
+    apply(&mut lab, ids[2], &ours, ApplyMode::Auto).unwrap();
+    // Configured and up, not joined yet (that takes `talos_etcd_join`).
+    lab.tick(Duration::ZERO);
+    lab.tick(Duration::from_secs(10));
+    assert!(matches!(
+        members_as_asked(&lab.world, lab.at(ids[2]), true),
+        Err(CallError::EtcdUnreachable)
+    ));
+    let through_others = members_as_asked(&lab.world, lab.at(ids[2]), false).unwrap();
+    assert!(through_others.iter().any(|m| m.hostname == "cp-1"));
+
+    lab.on(ids[1], |w, at, now| reset(w, at, false, false, now))
+        .unwrap();
+    lab.on(ids[2], |w, at, now| reset(w, at, false, false, now))
+        .unwrap();
+    lab.settle();
+    for local in [true, false] {
+        let answer = members_as_asked(&lab.world, lab.at(ids[0]), local).unwrap_err();
+        assert!(matches!(answer, CallError::EtcdNoLeader), "{answer:?}");
+        assert_eq!(answer.to_string(), "etcdserver: no leader");
+    }
 }
 
 #[test]
@@ -221,12 +285,7 @@ fn resets_leave_etcd_gracefully_or_stay_listed() {
         .unwrap();
     lab.hetzner();
     lab.settle();
-    let names: Vec<String> = etcd_members(&lab.world, lab.at(ids[0]))
-        .unwrap()
-        .into_iter()
-        .map(|m| m.hostname)
-        .collect();
-    assert_eq!(names, ["cp-1", "cp-3"]);
+    assert_eq!(listed(&lab, ids[0]), ["cp-1", "cp-3"]);
     assert_eq!(lab.talos(ids[1]).node.summary.mode, Mode::Maintenance);
     assert!(lab.talos(ids[1]).node.is_running());
     let off = &lab.world.servers[&ids[2]];
@@ -365,8 +424,7 @@ fn a_reinstalled_node_comes_back_empty_or_someone_elses_and_etcd_still_lists_it(
     let other = lab.talos(ids[1]).node.config().unwrap();
     assert_ne!(other.cluster, ours, "configured by another cluster");
     assert_ne!(other.os_ca, lab.talos(ids[0]).node.config().unwrap().os_ca);
-    let members = etcd_members(&lab.world, lab.at(ids[0])).unwrap();
-    assert_eq!(members.len(), 2, "still listed: {members:?}");
+    assert_eq!(listed(&lab, ids[0]), ["cp-1", "cp-2"], "still listed");
 
     crate::talos::reinstall::reinstall(
         &mut lab.world,

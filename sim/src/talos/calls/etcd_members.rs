@@ -1,0 +1,92 @@
+//! EtcdMemberList as Talos answers it, and how long the machine API holds
+//! the call while no etcd answers (`service.rs`).
+
+use std::time::Duration;
+
+use tonic::metadata::MetadataMap;
+
+use super::{CallError, NodeRef, configured, node};
+use crate::state::World;
+use crate::talos::cluster::Clusters;
+use crate::talos::config::ClusterIdentity;
+use crate::talos::etcd;
+use crate::talos::node::EtcdMember;
+
+/// How often a held member list looks for an etcd to answer it.
+pub const RETRY: Duration = Duration::from_millis(100);
+/// How long a call without a deadline is held at most (Talos would hold it
+/// for ever).
+const LONGEST_HOLD: Duration = Duration::from_secs(600);
+
+/// How long a member list is held at most while no etcd answers: the
+/// call's `grpc-timeout` (digits and a unit: H, M, S, m, u, n), else
+/// [`LONGEST_HOLD`].
+pub fn held_for(metadata: &MetadataMap) -> Duration {
+    let timeout = metadata
+        .get("grpc-timeout")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|text| {
+            let (digits, unit) = text.split_at(text.len().checked_sub(1)?);
+            let n: u64 = digits.parse().ok()?;
+            Some(match unit {
+                "H" => Duration::from_secs(n.saturating_mul(3600)),
+                "M" => Duration::from_secs(n.saturating_mul(60)),
+                "S" => Duration::from_secs(n),
+                "m" => Duration::from_millis(n),
+                "u" => Duration::from_micros(n),
+                "n" => Duration::from_nanos(n),
+                _ => return None,
+            })
+        });
+    timeout.unwrap_or(LONGEST_HOLD).min(LONGEST_HOLD)
+}
+
+/// What a control plane answers to EtcdMemberList, as Talos does (its
+/// machined handler, siderolabs/talos `v1alpha1_server.go`): on a worker,
+/// Unimplemented. Asked `query_local`, its own etcd answers; otherwise
+/// Talos' etcd client goes to every control-plane endpoint it knows, so
+/// any running member of the cluster answers, whether this node's own
+/// etcd runs or not. etcd without quorum answers "no leader" (the handler
+/// asks with `WithRequireLeader`). When no etcd answers, the client waits
+/// for one until the call's deadline: [`CallError::EtcdUnreachable`],
+/// which the machine API holds until then.
+pub fn as_asked(
+    world: &World,
+    at: NodeRef,
+    query_local: bool,
+) -> Result<Vec<EtcdMember>, CallError> {
+    let (server, talos) = node(world, at)?;
+    let config = configured(talos, "EtcdMemberList")?;
+    if !config.is_control_plane() {
+        return Err(CallError::ControlPlaneOnly("member list"));
+    }
+    let cluster = &config.cluster;
+    let ring = if query_local {
+        talos
+            .node
+            .disk
+            .etcd
+            .member
+            .as_ref()
+            .filter(|m| etcd::runs(world, server, cluster, m.id))
+            .map(|m| m.ring)
+    } else {
+        answering_ring(world, cluster)
+    };
+    let ring = ring.ok_or(CallError::EtcdUnreachable)?;
+    etcd::quorum(world, cluster, ring).map_err(|_| CallError::EtcdNoLeader)?;
+    Ok(Clusters::of(world).members(cluster, ring))
+}
+
+/// The etcd cluster of `cluster` that answers a client of all the control
+/// planes: one with a member running (of the one with the most members,
+/// should the secrets run two).
+fn answering_ring(world: &World, cluster: &ClusterIdentity) -> Option<u64> {
+    Clusters::of(world)
+        .rings(cluster)
+        .into_iter()
+        .map(|ring| (ring, etcd::members(world, cluster, ring)))
+        .filter(|(_, members)| members.iter().any(|m| m.up))
+        .max_by_key(|(ring, members)| (members.len(), std::cmp::Reverse(*ring)))
+        .map(|(ring, _)| ring)
+}
