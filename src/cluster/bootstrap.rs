@@ -23,7 +23,7 @@ use super::ClusterError;
 use super::group::Group;
 use super::record::NodeRecord;
 use super::wait::{self, Retry};
-use crate::backup::{RestoreFrom, Restored, SnapshotFacts};
+use crate::backup::{BackupError, RestoreFrom, Restored, SnapshotFacts};
 use crate::talos::api::{Bootstrapped, EtcdMembers, TalosClient, TalosError};
 
 /// What state remembers of the cluster's etcd.
@@ -184,10 +184,21 @@ async fn recover(
             "no facts beside the snapshot (<snapshot>.json): hct cannot check that it is this cluster's"
         ),
     }
+    // The whole file is read, decrypted and hashed: work for a thread of
+    // its own, not one of the runtime's.
+    let path = local.snapshot.clone();
     let Restored {
         snapshot,
         fingerprint,
-    } = local.read().map_err(ClusterError::Restore)?;
+    } = tokio::task::spawn_blocking(move || local.read())
+        .await
+        .unwrap_or_else(|stopped| {
+            Err(BackupError::Unreadable {
+                path,
+                reason: format!("reading it stopped: {stopped}"),
+            })
+        })
+        .map_err(ClusterError::Restore)?;
     info!(
         node = %node.name,
         snapshot = %from.location(),
