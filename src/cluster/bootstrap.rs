@@ -16,6 +16,8 @@
 //! cases (an empty etcd to start, or a lost one) restore its snapshot
 //! instead (`recover`); a running etcd is never restored over.
 
+use std::time::Duration;
+
 use futures_util::future::join_all;
 use tracing::{info, warn};
 
@@ -25,6 +27,12 @@ use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::backup::{BackupError, RestoreFrom, Restored, SnapshotFacts};
 use crate::talos::api::{Bootstrapped, EtcdMembers, TalosClient, TalosError};
+
+/// The shortest wait for etcd's answer on which a Bootstrap is decided,
+/// however fast the pace and whatever is left of the deadline: etcd's
+/// client retries a leaderless answer for about 2.5 s before it says "no
+/// leader", and a shorter wait would take that etcd for none.
+const DECIDING_ASK: Duration = Duration::from_secs(3);
 
 /// What state remembers of the cluster's etcd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +48,7 @@ enum Seen {
     /// `node` answered with etcd's members, or that an etcd without a
     /// leader answered: either way an etcd exists.
     Members { node: String },
-    /// No control plane has a running etcd.
+    /// Every control plane answered that no etcd is reachable from it.
     Nothing,
 }
 
@@ -60,7 +68,7 @@ pub(super) async fn once(
     };
     match (seen(group, nodes).await?, record) {
         (Seen::Members { node }, _) => {
-            info!(%node, "etcd runs; no bootstrap");
+            info!(%node, "etcd exists; no bootstrap");
             Ok(EtcdRecord::Bootstrapped)
         }
         (Seen::Nothing, EtcdRecord::Bootstrapped) if !may_survive => {
@@ -120,7 +128,7 @@ async fn seen(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<Seen, ClusterEr
         &first.name,
         "asking the control planes for etcd",
         || async {
-            let within = group.deadline.etcd_ask();
+            let within = group.deadline.etcd_ask().max(DECIDING_ASK);
             let asked = join_all(nodes.iter().map(|node| async move {
                 let address = group.address(node.ip);
                 let answer = match TalosClient::connect(&address, group.trust).await {
@@ -140,8 +148,14 @@ async fn seen(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<Seen, ClusterEr
                         warn!(%node, "etcd answers without a leader ({why}); no bootstrap");
                         return Ok(Seen::Members { node });
                     }
-                    Ok(EtcdMembers::Listed(_) | EtcdMembers::NoneReachable(_)) => {}
-                    Err(e) => unanswered.push(e.to_string()),
+                    Ok(EtcdMembers::NoneReachable(why)) => {
+                        info!(%node, "no etcd reachable from this control plane ({why})");
+                    }
+                    // A running etcd lists at least its own member.
+                    Ok(EtcdMembers::Listed(_)) => {
+                        unanswered.push(format!("{node}: etcd listed no member"));
+                    }
+                    Err(e) => unanswered.push(format!("{node}: {e}")),
                 }
             }
             if unanswered.is_empty() {
@@ -192,11 +206,12 @@ async fn recover(
         fingerprint,
     } = tokio::task::spawn_blocking(move || local.read())
         .await
-        .unwrap_or_else(|stopped| {
-            Err(BackupError::Unreadable {
+        .unwrap_or_else(|stopped| match stopped.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(cancelled) => Err(BackupError::Unreadable {
                 path,
-                reason: format!("reading it stopped: {stopped}"),
-            })
+                reason: format!("reading it stopped: {cancelled}"),
+            }),
         })
         .map_err(ClusterError::Restore)?;
     info!(

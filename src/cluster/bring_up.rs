@@ -106,9 +106,10 @@ async fn talos_api(group: &Group<'_>, node: &NodeRecord) -> Result<(), ClusterEr
     .await
 }
 
-/// Until etcd lists every control-plane node, asked on the first node
-/// whose etcd answers (a node recreated without data answers only once
-/// it has joined).
+/// Until etcd lists every control-plane node. Each node asks the etcd of
+/// the whole cluster (through every control-plane endpoint), so the first
+/// that answers decides this attempt; the next node is asked only when one
+/// cannot be.
 async fn etcd_members(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), ClusterError> {
     let first = &nodes[0];
     wait::until(
@@ -119,7 +120,9 @@ async fn etcd_members(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), Clu
             let mut last = None;
             for ask in nodes {
                 match etcd_lists_all(group, ask, nodes).await {
-                    Ok(()) => return Ok(()),
+                    Ok(listed) => {
+                        return listed.map_err(|why| Retry::Again(format!("{}: {why}", ask.name)));
+                    }
                     Err(Retry::Fatal(e)) => return Err(Retry::Fatal(e)),
                     Err(Retry::Again(why)) => last.get_or_insert(format!("{}: {why}", ask.name)),
                 };
@@ -130,29 +133,28 @@ async fn etcd_members(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<(), Clu
     .await
 }
 
-/// Whether etcd, asked on `ask`, lists every node of `nodes` as a voter.
+/// Whether etcd, asked on `ask`, lists every node of `nodes` as a voter:
+/// Ok with etcd's answer (why not, if not), Err when `ask` did not answer.
 async fn etcd_lists_all(
     group: &Group<'_>,
     ask: &NodeRecord,
     nodes: &[NodeRecord],
-) -> Result<(), Retry> {
+) -> Result<Result<(), String>, Retry> {
     let mut client = TalosClient::connect(&group.address(ask.ip), group.trust).await?;
-    let why = match client.etcd_members(group.deadline.etcd_ask()).await {
-        Ok(EtcdMembers::Listed(members)) => return lists_all(&members, nodes),
-        Ok(EtcdMembers::NoneReachable(why) | EtcdMembers::NoLeader(why)) => Retry::Again(why),
-        Err(error) => Retry::from(error),
+    let why = match client.etcd_members(group.deadline.etcd_ask()).await? {
+        EtcdMembers::Listed(members) => return Ok(lists_all(&members, nodes)),
+        EtcdMembers::NoneReachable(why) | EtcdMembers::NoLeader(why) => why,
     };
-    // etcd not running yet: its service says what it waits for (e.g. an
-    // image it cannot pull without egress).
-    let waits = etcd_service_waiting(&mut client).await;
-    Err(match (why, waits) {
-        (Retry::Again(why), Some(waits)) => Retry::Again(format!("{why}; {waits}")),
-        (retry, _) => retry,
-    })
+    // No etcd yet: the node's own etcd service says what it waits for
+    // (e.g. an image it cannot pull without egress).
+    Ok(Err(match etcd_service_waiting(&mut client).await {
+        Some(waits) => format!("{why}; {waits}"),
+        None => why,
+    }))
 }
 
 /// Whether `members` lists every node of `nodes` as a voter.
-fn lists_all(members: &[EtcdMember], nodes: &[NodeRecord]) -> Result<(), Retry> {
+fn lists_all(members: &[EtcdMember], nodes: &[NodeRecord]) -> Result<(), String> {
     let missing: Vec<&str> = nodes
         .iter()
         .filter(|n| {
@@ -165,10 +167,7 @@ fn lists_all(members: &[EtcdMember], nodes: &[NodeRecord]) -> Result<(), Retry> 
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(Retry::Again(format!(
-            "not yet etcd members: {}",
-            missing.join(", ")
-        )))
+        Err(format!("not yet etcd members: {}", missing.join(", ")))
     }
 }
 

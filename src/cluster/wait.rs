@@ -19,7 +19,8 @@ use crate::talos::api::TalosError;
 const MAX_RETRY_INTERVAL: Duration = Duration::from_secs(2);
 const FIRST_RETRY_INTERVAL: Duration = Duration::from_millis(250);
 /// How long a control plane is given to reach etcd when asked for its
-/// members. etcd answers a member list in milliseconds; Talos holds the
+/// members. A running etcd answers a member list at once; one without a
+/// leader says so after its client's retries (about 2.5 s); Talos holds the
 /// call while no etcd answers, so the end of this wait is the answer "no
 /// etcd reachable from this node" (`TalosClient::etcd_members`).
 const ETCD_ASK: Duration = Duration::from_secs(10);

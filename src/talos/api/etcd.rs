@@ -84,6 +84,7 @@ impl TalosClient {
             Ok(response) => response.into_inner(),
             Err(status) => {
                 return match failure_as_answer(&status) {
+                    Some(EtcdMembers::NoneReachable(why)) => self.confirm_no_etcd(why).await,
                     Some(members) => Ok(members),
                     None => Err(self.rejected("EtcdMemberList", status)),
                 };
@@ -101,6 +102,21 @@ impl TalosClient {
                 })
                 .collect(),
         ))
+    }
+
+    /// "No etcd reachable" stands only from a node that answers ServiceList
+    /// and whose own etcd does not run: the deadline may be the client's
+    /// own (it starts first), and a node that stalls ends a call the same
+    /// way. Anything else is no answer.
+    async fn confirm_no_etcd(&mut self, why: String) -> Result<EtcdMembers, TalosError> {
+        let services = self.services().await?;
+        match services.iter().find(|s| s.id == "etcd") {
+            Some(etcd) if etcd.state == "Running" => Err(self.protocol(
+                "EtcdMemberList",
+                &format!("no etcd answered ({why}), yet this node's etcd service runs"),
+            )),
+            _ => Ok(EtcdMembers::NoneReachable(why)),
+        }
     }
 
     /// Uploads an etcd snapshot (as [`TalosClient::etcd_snapshot`] gives

@@ -90,3 +90,29 @@ fn answering_ring(world: &World, cluster: &ClusterIdentity) -> Option<u64> {
         .max_by_key(|(ring, members)| (members.len(), std::cmp::Reverse(*ring)))
         .map(|(ring, _)| ring)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(value: Option<&str>) -> Duration {
+        let mut metadata = MetadataMap::new();
+        if let Some(value) = value {
+            metadata.insert("grpc-timeout", value.parse().unwrap());
+        }
+        held_for(&metadata)
+    }
+
+    #[test]
+    fn a_call_is_held_for_its_grpc_timeout_and_ten_minutes_at_most() {
+        assert_eq!(held(Some("400000u")), Duration::from_millis(400));
+        assert_eq!(held(Some("3S")), Duration::from_secs(3));
+        assert_eq!(held(Some("250m")), Duration::from_millis(250));
+        assert_eq!(held(Some("2M")), Duration::from_secs(120));
+        assert_eq!(held(Some("5000000n")), Duration::from_millis(5));
+        assert_eq!(held(Some("1H")), LONGEST_HOLD, "capped");
+        for unreadable in [None, Some(""), Some("S"), Some("10x"), Some("-1S")] {
+            assert_eq!(held(unreadable), LONGEST_HOLD, "{unreadable:?}");
+        }
+    }
+}

@@ -102,7 +102,7 @@ pub enum CallError {
     #[error("etcd is not running on this node yet")]
     EtcdNotRunning,
     /// No etcd answered before the call's deadline (Talos' etcd client
-    /// waits for one that does; see `etcd::members_as_asked`).
+    /// waits for one that does; see `etcd_members::as_asked`).
     #[error("context deadline exceeded")]
     EtcdUnreachable,
     #[error("etcdserver: no leader")]
