@@ -16,8 +16,6 @@
 //! cases (an empty etcd to start, or a lost one) restore its snapshot
 //! instead (`recover`); a running etcd is never restored over.
 
-use std::time::Duration;
-
 use futures_util::future::join_all;
 use tracing::{info, warn};
 
@@ -27,12 +25,6 @@ use super::record::NodeRecord;
 use super::wait::{self, Retry};
 use crate::backup::{BackupError, RestoreFrom, Restored, SnapshotFacts};
 use crate::talos::api::{Bootstrapped, EtcdMembers, TalosClient, TalosError};
-
-/// The shortest wait for etcd's answer on which a Bootstrap is decided,
-/// however fast the pace and whatever is left of the deadline: etcd's
-/// client retries a leaderless answer for about 2.5 s before it says "no
-/// leader", and a shorter wait would take that etcd for none.
-const DECIDING_ASK: Duration = Duration::from_secs(3);
 
 /// What state remembers of the cluster's etcd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +120,7 @@ async fn seen(group: &Group<'_>, nodes: &[NodeRecord]) -> Result<Seen, ClusterEr
         &first.name,
         "asking the control planes for etcd",
         || async {
-            let within = group.deadline.etcd_ask().max(DECIDING_ASK);
+            let within = group.deadline.etcd_ask();
             let asked = join_all(nodes.iter().map(|node| async move {
                 let address = group.address(node.ip);
                 let answer = match TalosClient::connect(&address, group.trust).await {

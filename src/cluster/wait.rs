@@ -22,7 +22,8 @@ const FIRST_RETRY_INTERVAL: Duration = Duration::from_millis(250);
 /// members. A running etcd answers a member list at once; one without a
 /// leader says so after its client's retries (about 2.5 s); Talos holds the
 /// call while no etcd answers, so the end of this wait is the answer "no
-/// etcd reachable from this node" (`TalosClient::etcd_members`).
+/// etcd reachable from this node" (`TalosClient::etcd_members`). A poll
+/// interval below 125 ms scales it under those 2.5 s (see [`Pace`]).
 const ETCD_ASK: Duration = Duration::from_secs(10);
 
 /// When an operation (create, update, delete) must be done by, and the

@@ -21,7 +21,7 @@ fn failure_as_answer(status: &Status) -> Option<EtcdMembers> {
     match status.code() {
         Code::DeadlineExceeded => Some(EtcdMembers::NoneReachable(message.to_string())),
         // The client's own end of the deadline (tonic's grpc-timeout).
-        Code::Cancelled if message == TimeoutExpired(()).to_string() => {
+        Code::Cancelled if is_own_timeout(status) => {
             Some(EtcdMembers::NoneReachable(message.to_string()))
         }
         _ if message.contains("no controlplane endpoints discovered yet") => {
@@ -32,6 +32,11 @@ fn failure_as_answer(status: &Status) -> Option<EtcdMembers> {
         }
         _ => None,
     }
+}
+
+/// tonic's own end of a call at its `grpc-timeout`, before the server's.
+fn is_own_timeout(status: &Status) -> bool {
+    status.code() == Code::Cancelled && status.message() == TimeoutExpired(()).to_string()
 }
 
 impl TalosClient {
@@ -84,7 +89,9 @@ impl TalosClient {
             Ok(response) => response.into_inner(),
             Err(status) => {
                 return match failure_as_answer(&status) {
-                    Some(EtcdMembers::NoneReachable(why)) => self.confirm_no_etcd(why).await,
+                    Some(EtcdMembers::NoneReachable(why)) if is_own_timeout(&status) => {
+                        self.confirm_no_etcd(why).await
+                    }
                     Some(members) => Ok(members),
                     None => Err(self.rejected("EtcdMemberList", status)),
                 };
@@ -104,10 +111,11 @@ impl TalosClient {
         ))
     }
 
-    /// "No etcd reachable" stands only from a node that answers ServiceList
-    /// and whose own etcd does not run: the deadline may be the client's
-    /// own (it starts first), and a node that stalls ends a call the same
-    /// way. Anything else is no answer.
+    /// When the deadline ended on hct's side (its clock starts first, so
+    /// against Talos it usually does), "no etcd reachable" stands only if
+    /// the node then answers ServiceList with its own etcd not running: a
+    /// node that stalls ends a call the same way. Anything else is no
+    /// answer. Talos' own DeadlineExceeded needs no such check.
     async fn confirm_no_etcd(&mut self, why: String) -> Result<EtcdMembers, TalosError> {
         let services = self.services().await?;
         match services.iter().find(|s| s.id == "etcd") {
