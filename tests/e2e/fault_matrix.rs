@@ -320,11 +320,27 @@ fn run_cell(sim: &SimHandle, cell: &Cell) -> Result<String, String> {
         }
     };
     sim.clear_faults();
+    // Bootstrap once in a cluster's life: while a server that held etcd
+    // data before the rerun is still there, hct-sim's own log shows no
+    // Bootstrap in it (a create that failed is replaced: its servers go).
+    let held_etcd = support::sim::servers_with_etcd_data(sim);
+    let since = support::sim::talos_calls_count(sim);
     let rerun = run(&ws, &arguments(op, 1, None));
     if !rerun.success() {
         return Err(format!(
             "the rerun failed: {}\n{rerun}",
             diagnostic_summary(&rerun)
+        ));
+    }
+    let again = support::sim::talos_calls_since(sim, since, &["Bootstrap"]);
+    let kept: Vec<_> = support::sim::servers_with_etcd_data(sim)
+        .intersection(&held_etcd)
+        .copied()
+        .collect();
+    if !again.is_empty() && !kept.is_empty() {
+        let to: Vec<&str> = again.iter().map(|c| c.node.as_str()).collect();
+        return Err(format!(
+            "servers {kept:?} kept their etcd data, yet the rerun sent Bootstrap to {to:?}"
         ));
     }
     let mut plan = vec!["plan", "-detailed-exitcode", "-var", "general_nodes=1"];

@@ -1,7 +1,7 @@
 //! hct-sim for tests: a seeded emulator with fast actions, hct's Hetzner
 //! client pointed at it, and the seeded network and Talos snapshots.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use hct::hcloud::models::Labels;
@@ -11,7 +11,7 @@ use hct::secret::Secret;
 use hct_sim::resources::servers::Server;
 use hct_sim::state::World;
 use hct_sim::talos::call_log::TalosCall;
-use hct_sim::{Sim, SimHandle, SimOptions};
+use hct_sim::{Id, Sim, SimHandle, SimOptions};
 
 /// The seeded emulator ("the private network", Talos snapshots) with fast actions.
 pub async fn start() -> SimHandle {
@@ -140,6 +140,21 @@ pub fn talos_calls_since(sim: &SimHandle, since: usize, calls: &[&str]) -> Vec<T
             .skip(since)
             .filter(|c| calls.contains(&c.call.as_str()))
             .cloned()
+            .collect()
+    })
+}
+
+/// The servers whose node holds etcd data (founded or joined an etcd).
+pub fn servers_with_etcd_data(sim: &SimHandle) -> BTreeSet<Id> {
+    sim.inspect(|w| {
+        w.servers
+            .iter()
+            .filter(|(_, s)| {
+                s.talos
+                    .as_ref()
+                    .is_some_and(|t| !t.node.disk.etcd.is_empty())
+            })
+            .map(|(id, _)| *id)
             .collect()
     })
 }

@@ -1,8 +1,8 @@
 //! Destroying `hct_cluster`: its servers, load balancer and placement
 //! groups (`cluster::teardown`), keeping in state what is left on failure.
 
+use super::NODES;
 use super::model;
-use super::schema::NODES;
 use crate::cluster::wait::Deadline;
 use crate::cluster::{NodeRecord, naming, teardown};
 use crate::network_plan::CONTROL_PLANE_GROUP;

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
+use super::NODES;
 use crate::backup::{BucketConfig, Destination, Recipients};
 use crate::cluster::NodeRecord;
 use crate::cluster::group::{SnapshotLog, SnapshotRule};
@@ -246,11 +247,10 @@ pub fn rule(value: &Value) -> Result<SnapshotRule, Diagnostic> {
 pub async fn plan(
     prior: &Value,
     planned: &mut Value,
-    nodes: &str,
     cancel: &CancellationToken,
     diagnostics: &mut Diagnostics,
 ) {
-    restore::plan(prior, planned, nodes, cancel, diagnostics).await;
+    restore::plan(prior, planned, cancel, diagnostics).await;
     let kept = if prior.is_null() {
         Value::Null
     } else {
@@ -260,10 +260,10 @@ pub async fn plan(
     if prior.is_null() {
         return;
     }
-    let recorded: Vec<NodeRecord> = nodes_from(prior.get(nodes));
+    let recorded: Vec<NodeRecord> = nodes_from(prior.get(NODES));
     // Unknown nodes (the network plan is known only at apply): the same
     // nodes, their configs unknown.
-    let planned_nodes: Vec<(String, Option<String>)> = match planned.get(nodes).as_list() {
+    let planned_nodes: Vec<(String, Option<String>)> = match planned.get(NODES).as_list() {
         Some(list) => list
             .iter()
             .filter_map(|n| {

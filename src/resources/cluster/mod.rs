@@ -34,3 +34,7 @@ pub(crate) mod settings_plan;
 pub(crate) mod settings_schema;
 
 pub use resource::{ClusterResource, TYPE_NAME};
+
+/// The state attribute with the control plane's nodes (the schema's, the
+/// plan's and the runbook's inputs read it).
+pub const NODES: &str = "control_plane_nodes";

@@ -9,13 +9,14 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use tracing::info;
 
+use super::NODES;
 use super::credentials;
 use super::etcd_backup;
 use super::kubernetes;
 use super::load_balancer;
 use super::model::{self, attr, control_plane_attr};
 use super::replacement;
-use super::schema::{self, NODES};
+use super::schema;
 use super::settings_plan;
 use super::settings_schema::SETTINGS;
 use crate::cluster::apply::Outcome;
@@ -124,7 +125,7 @@ impl GroupKind for Cluster {
             ] {
                 set(planned, name, Value::Unknown);
             }
-            etcd_backup::plan(prior, planned, NODES, &ctx.cancel, &mut plan.diagnostics).await;
+            etcd_backup::plan(prior, planned, &ctx.cancel, &mut plan.diagnostics).await;
             if !parallel {
                 set(planned, "worker_join", Value::Unknown);
             }
@@ -191,7 +192,7 @@ impl GroupKind for Cluster {
             &mut plan.diagnostics,
         );
         set(planned, NODES, nodes);
-        etcd_backup::plan(prior, planned, NODES, &ctx.cancel, &mut plan.diagnostics).await;
+        etcd_backup::plan(prior, planned, &ctx.cancel, &mut plan.diagnostics).await;
         plan_client_configs(prior, planned);
         // After the settings: an unknown id would make them unknown.
         load_balancer::plan(&network_plan, prior, planned);

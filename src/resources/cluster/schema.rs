@@ -1,12 +1,11 @@
 //! The schema of `hct_cluster`, written as its documentation.
 
+use super::NODES;
 use super::settings_schema::settings_attributes;
 use crate::resources::node_group::{NODE_LIST_DESCRIPTION, node_list_type};
 use crate::resources::timeouts;
 use crate::tf::{Attribute, Mode, Nesting, Schema, Type};
 
-/// The state attribute with the control plane's nodes.
-pub const NODES: &str = "control_plane_nodes";
 /// The write-only `hcloud` Secret token, and what marks a new one.
 pub const CCM_TOKEN_WO: &str = "ccm_token_wo";
 

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::{ATTRIBUTE, BUCKET, RESTORE, RESTORED};
 use crate::backup::{Bucket, RestoreFrom, SnapshotAt, SnapshotFacts};
 use crate::cluster::settings::secrets_fingerprint;
+use crate::resources::cluster::NODES;
 use crate::resources::node_group::nodes_from;
 use crate::resources::values::set;
 use crate::talos::Secrets;
@@ -94,7 +95,6 @@ pub fn typed(value: &Value) -> Result<Option<RestoreFrom>, Diagnostic> {
 pub async fn plan(
     prior: &Value,
     planned: &mut Value,
-    nodes: &str,
     cancel: &CancellationToken,
     diagnostics: &mut Diagnostics,
 ) {
@@ -164,7 +164,7 @@ pub async fn plan(
             .at(snapshot_path()),
         );
     }
-    let left: Vec<String> = nodes_from(prior.get(nodes))
+    let left: Vec<String> = nodes_from(prior.get(NODES))
         .into_iter()
         .map(|n| n.name)
         .collect();

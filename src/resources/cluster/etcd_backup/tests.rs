@@ -19,7 +19,7 @@ fn cluster(talos: &str, sha: Value, taken: Value) -> Value {
             "control_plane",
             Value::object([("server_type", Value::from("cx23"))]),
         ),
-        ("nodes", Value::List(vec![node("c-cp-1", sha)])),
+        (NODES, Value::List(vec![node("c-cp-1", sha)])),
         (TAKEN, taken),
         (ATTRIBUTE, Value::Null),
         (SKIP, Value::Null),
@@ -42,7 +42,6 @@ fn planned(prior: &Value, mut planned: Value) -> (Value, Diagnostics) {
         .block_on(plan(
             prior,
             &mut planned,
-            "nodes",
             &CancellationToken::new(),
             &mut found,
         ));
@@ -97,7 +96,7 @@ fn the_skip_a_store_or_no_risk_let_the_plan_through() {
     );
     // So are nodes not known yet (the network plan comes with worker_join).
     let mut unknown = cluster("v1.14.0", Value::Null, Value::Null);
-    set(&mut unknown, "nodes", Value::Unknown);
+    set(&mut unknown, NODES, Value::Unknown);
     let (_, found) = planned(&prior, unknown);
     let error = found.iter().next().expect("refused");
     assert!(!error.detail.contains("leaves"), "{}", error.detail);
@@ -295,7 +294,7 @@ fn restore_from_is_refused_where_control_planes_exist_and_checked_when_new() {
     assert!(found.is_empty());
     // Every control plane gone: only the snapshot is checked.
     let mut gone = live.clone();
-    set(&mut gone, "nodes", Value::List(vec![]));
+    set(&mut gone, NODES, Value::List(vec![]));
     let (_, found) = planned(&gone, asked);
     assert_eq!(found.iter().count(), 1);
 }
@@ -317,7 +316,7 @@ fn a_snapshot_of_another_cluster_is_refused_at_plan() {
     .unwrap();
     let secrets = Secrets::for_checking().unwrap();
     let mut asked = cluster("v1.14.0", Value::from("a"), Value::Null);
-    set(&mut asked, "nodes", Value::List(vec![]));
+    set(&mut asked, NODES, Value::List(vec![]));
     set(
         &mut asked,
         "machine_secrets",
