@@ -19,11 +19,15 @@
 //! subject is the requester (`system:node:<name>`), that its one DNS name
 //! starts with the requester's name and matches `PROVIDER_REGEX`, and that
 //! its IPs are in `PROVIDER_IP_PREFIXES`; hct sets both to the exact node
-//! names and /32s of the plan. What neither checks: which of the cluster's
-//! IPs belongs to which node (a node's kubelet could ask for another
-//! planned node's IP); and the approver's name check is a prefix check, so
-//! a node whose name begins another's (`x-general-1`, `x-general-10`) could
-//! ask for the longer name (docs/guides/add-ons.md; not closed yet).
+//! names and /32s of the plan. Its name check is "starts with", not "is":
+//! where one planned name begins another (`x-general-1` and `x-general-10`,
+//! or `x-general-2` and pool `general-2`'s `x-general-2-1`), the shorter
+//! one's kubelet could ask for the longer name. So the longer names
+//! (`shadowed_names`) are left out of `PROVIDER_REGEX`: no request for them
+//! is approved, their own nodes' included, and they wait for a person (the
+//! plan warns). What is not checked: which of the cluster's IPs belongs to
+//! which node (a node's kubelet could ask for another planned node's IP);
+//! docs/guides/add-ons.md.
 
 use serde_json::{Value, json};
 
@@ -54,9 +58,35 @@ fn node_names(cluster: &str, plan: &NetworkPlan) -> Vec<(String, std::net::Ipv4A
         .collect()
 }
 
-/// `^(?:a|b|…)$` over the node names (which are `[a-z0-9-]`, nothing to
-/// escape), as Go's regexp and the approver read it.
-fn names_regex(names: &[String]) -> String {
+/// The planned node names another planned name is the beginning of: the
+/// approver cannot tell their own kubelet's request from the shorter
+/// name's, so it approves neither (see the module header).
+pub fn shadowed_names(cluster: &str, plan: &NetworkPlan) -> Vec<String> {
+    let names: Vec<String> = node_names(cluster, plan)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    names
+        .iter()
+        .filter(|long| {
+            names
+                .iter()
+                .any(|short| short.len() < long.len() && long.starts_with(short.as_str()))
+        })
+        .cloned()
+        .collect()
+}
+
+/// `^(?:a|b|…)$` over the node names the approver may approve: every
+/// planned one but the shadowed (they are `[a-z0-9-]`, nothing to escape),
+/// as Go's regexp and the approver read it.
+fn names_regex(cluster: &str, plan: &NetworkPlan) -> String {
+    let shadowed = shadowed_names(cluster, plan);
+    let names: Vec<String> = node_names(cluster, plan)
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| !shadowed.contains(n))
+        .collect();
     format!("^(?:{})$", names.join("|"))
 }
 
@@ -64,7 +94,6 @@ fn names_regex(names: &[String]) -> String {
 /// Deployment.
 pub fn approver_objects(cluster: &str, plan: &NetworkPlan) -> Vec<Value> {
     let nodes = node_names(cluster, plan);
-    let names: Vec<String> = nodes.iter().map(|(n, _)| n.clone()).collect();
     let prefixes: Vec<String> = nodes.iter().map(|(_, ip)| format!("{ip}/32")).collect();
     let labels = json!({"app.kubernetes.io/name": APPROVER});
     let env = |name: &str, value: String| json!({"name": name, "value": value});
@@ -117,7 +146,7 @@ pub fn approver_objects(cluster: &str, plan: &NetworkPlan) -> Vec<Value> {
                             // No metrics or health listeners on the host.
                             "args": ["-metrics-bind-address=0", "-health-probe-bind-address=0"],
                             "env": [
-                                env("PROVIDER_REGEX", names_regex(&names)),
+                                env("PROVIDER_REGEX", names_regex(cluster, plan)),
                                 env("PROVIDER_IP_PREFIXES", prefixes.join(",")),
                                 env("ALLOWED_DNS_NAMES", "1".into()),
                                 // Hetzner's private network has no DNS for
@@ -216,6 +245,64 @@ mod tests {
         let manifest = approver_manifest("demo", &plan);
         let parsed = crate::cluster::kube_api::manifests::objects(&manifest).unwrap();
         assert_eq!(parsed, objects);
+    }
+
+    /// The reference layout with `general` grown to eleven nodes and a pool
+    /// `general-2` beside it: both ways one name begins another.
+    fn shadowing_plan() -> NetworkPlan {
+        use crate::network_plan::NodeGroupInput;
+        let mut input = crate::talos::testing::reference_input();
+        let pools = input.worker_pools.as_mut().unwrap();
+        pools.get_mut("general").unwrap().nodes = Some(11);
+        pools.insert(
+            "general-2".into(),
+            NodeGroupInput {
+                cidr: Some("10.0.128.96/28".into()),
+                nodes: Some(1),
+            },
+        );
+        crate::talos::testing::plan_of(&input)
+    }
+
+    #[test]
+    fn a_name_another_name_begins_is_left_to_a_person() {
+        let plan = shadowing_plan();
+        assert_eq!(
+            shadowed_names("x", &plan),
+            ["x-general-10", "x-general-11", "x-general-2-1"]
+        );
+        let objects = approver_objects("x", &plan);
+        let env = &objects[3]["spec"]["template"]["spec"]["containers"][0]["env"];
+        let regex = env
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "PROVIDER_REGEX")
+            .unwrap()["value"]
+            .as_str()
+            .unwrap();
+        let allowed: Vec<&str> = regex
+            .strip_prefix("^(?:")
+            .and_then(|r| r.strip_suffix(")$"))
+            .unwrap()
+            .split('|')
+            .collect();
+        // Every planned name but the shadowed, and no allowed name begins
+        // another allowed one: the approver's "starts with" is "is" here.
+        assert_eq!(allowed.len(), 3 + 3 + 11 + 1 - 3, "{regex}");
+        for name in ["x-general-1", "x-general-2", "x-general-9", "x-cp-1"] {
+            assert!(allowed.contains(&name), "{name} in {regex}");
+        }
+        for long in &allowed {
+            for short in &allowed {
+                assert!(
+                    long == short || !long.starts_with(short),
+                    "{short} begins {long}"
+                );
+            }
+        }
+        // The reference layout has none.
+        assert!(shadowed_names("x", &small_plan()).is_empty());
     }
 
     #[test]

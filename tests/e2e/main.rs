@@ -10,6 +10,7 @@ mod peers;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approver_e2e;
 mod backup_e2e;
 mod bring_up_e2e;
 mod bucket_backup_e2e;

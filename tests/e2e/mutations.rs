@@ -454,16 +454,27 @@ async fn judge_all(mutations: &[Mutation], baseline: &str) {
 
 /// A 1 + 1 plan in block `index` of 10.0.128.0/24 (as `blocks`).
 fn small_plan(index: u32) -> NetworkPlan {
+    small_plan_and(index, None)
+}
+
+/// [`small_plan`], with a one-node pool `extra` in the first block of
+/// `index + 1` (which no other pair may use then).
+pub(crate) fn small_plan_and(index: u32, extra: Option<&str>) -> NetworkPlan {
     let (cp, pool) = blocks(index);
     let group = |cidr: String| NodeGroupInput {
         cidr: Some(cidr),
         nodes: Some(1),
     };
+    let mut pools: std::collections::BTreeMap<String, NodeGroupInput> =
+        [("general".to_owned(), group(pool))].into();
+    if let Some(extra) = extra {
+        pools.insert(extra.to_owned(), group(blocks(index + 1).0));
+    }
     let input = NetworkPlanInput {
         network_cidr: Some("10.0.0.0/16".into()),
         node_subnet: Some("10.0.128.0/24".into()),
         control_plane: Some(group(cp)),
-        worker_pools: Some([("general".to_owned(), group(pool))].into()),
+        worker_pools: Some(pools),
         service_cidr: Some("10.0.192.0/21".into()),
         pod_cidr: Some("10.0.224.0/19".into()),
         pod_cidr_mask_size: Some(24),
@@ -767,31 +778,62 @@ pub(crate) async fn boot_pair(
     target: Option<(Target, &Edit)>,
     inline_manifests: &[(String, String)],
 ) -> (String, String) {
-    let plan = small_plan(index);
     // A bundle of its own (pairs in one sim must not share a cluster's
     // identity), with an ECDSA service-account key: the pairs judge other
     // settings, and RSA-4096 costs about a second of CPU per pair.
     let secrets = Secrets::for_checking().unwrap();
+    let pair = Pair {
+        index,
+        plan: &small_plan(index),
+        pool: "general",
+        secrets: &secrets,
+    };
+    boot(sim, &pair, talos, target, inline_manifests).await
+}
+
+/// A control plane and a worker of cluster `judged<index>`: the first
+/// control plane of `plan` and the first node of its pool `pool`.
+pub(crate) struct Pair<'a> {
+    pub index: u32,
+    pub plan: &'a NetworkPlan,
+    pub pool: &'a str,
+    pub secrets: &'a Secrets,
+}
+
+/// [`boot_pair`] of a given plan, pool and secrets.
+pub(crate) async fn boot(
+    sim: &SimHandle,
+    pair: &Pair<'_>,
+    talos: &str,
+    target: Option<(Target, &Edit)>,
+    inline_manifests: &[(String, String)],
+) -> (String, String) {
+    let Pair {
+        index,
+        plan,
+        pool,
+        secrets,
+    } = *pair;
     let (cp, worker) = (
         format!("judged{index}-cp-1"),
-        format!("judged{index}-general-1"),
+        format!("judged{index}-{pool}-1"),
     );
     let mut cp_config = hct_config(
-        &plan,
-        &secrets,
+        plan,
+        secrets,
         talos,
         &cp,
         Role::ControlPlane,
         inline_manifests,
     );
-    let mut worker_config = hct_config(&plan, &secrets, talos, &worker, Role::Worker, &[]);
+    let mut worker_config = hct_config(plan, secrets, talos, &worker, Role::Worker, &[]);
     match target {
         Some((Target::ControlPlane, edit)) => cp_config = rewrite(&cp_config, edit),
         Some((Target::Workers, edit)) => worker_config = rewrite(&worker_config, edit),
         None => {}
     }
     let cp_ip = plan.control_plane().ips[0];
-    let worker_ip = plan.worker_pools()["general"].ips[0];
+    let worker_ip = plan.worker_pools()[pool].ips[0];
     let image = support::sim::seeded_talos_image(sim, talos, "amd64");
     let network = support::sim::seeded_network(sim);
     let client = support::sim::client(sim);
@@ -817,7 +859,7 @@ pub(crate) async fn boot_pair(
         IpAddr::V4(cp_ip),
         Some(hct::net::Proxy::new(sim.proxy_addr())),
     );
-    let trust = admin(&plan, &secrets);
+    let trust = admin(plan, secrets);
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
         if let Ok(mut talos) = TalosClient::connect(&address, &trust).await

@@ -3,6 +3,8 @@
 //! decoded once.
 
 use super::schema::CCM_TOKEN_WO;
+use crate::cluster::addons::shadowed_names;
+use crate::network_plan::NetworkPlan;
 use crate::tf::{AttrPath, Diagnostic, Value};
 
 /// hct's own add-ons, as configured.
@@ -43,6 +45,34 @@ pub fn validate_token(config: &Value) -> Option<Diagnostic> {
     })
 }
 
+/// With the approver on (in the planned `hct_cluster`): the nodes whose
+/// serving certificates it leaves to a person, because another node's
+/// name begins theirs.
+pub fn approval_warning(planned: &Value, plan: &NetworkPlan) -> Option<Diagnostic> {
+    let cluster = planned.get("name").as_str()?;
+    if !addons(planned).csr_approval {
+        return None;
+    }
+    let shadowed = shadowed_names(cluster, plan);
+    (!shadowed.is_empty()).then(|| {
+        Diagnostic::warning(
+            "Serving certificates left for a person to approve",
+            format!(
+                "Another node's name begins the names of {}. hct's CSR approver checks that a \
+                 certificate's name starts with the requesting node's name, so it could not tell \
+                 their own requests from the shorter-named node's, and approves none for these \
+                 names: until a person approves them, `kubectl logs`, `exec` and metrics-server \
+                 fail for these nodes. Approve each pending kubelet-serving CSR whose requestor \
+                 is system:node:<the name in it> (kubectl get csr; kubectl certificate approve \
+                 <csr>), or keep pools under ten nodes and name no pool after another pool plus \
+                 -<n> (docs/guides/add-ons.md).",
+                shadowed.join(", ")
+            ),
+        )
+        .at(AttrPath::attr("kubelet_serving_cert_approval"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +89,34 @@ mod tests {
         assert!(validate_token(&write_only).is_none());
         assert_eq!(addons(&write_only).ccm_token.as_deref(), Some("b"));
         assert_eq!(addons(&both).ccm_token.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn the_plan_names_the_nodes_left_to_a_person() {
+        use crate::network_plan::NodeGroupInput;
+        let mut input = crate::talos::testing::reference_input();
+        input.worker_pools.as_mut().unwrap().insert(
+            "general-2".into(),
+            NodeGroupInput {
+                cidr: Some("10.0.128.96/28".into()),
+                nodes: Some(1),
+            },
+        );
+        let plan = crate::talos::testing::plan_of(&input);
+        let on = Value::object([("name", Value::from("x"))]);
+        let warning = approval_warning(&on, &plan).unwrap();
+        assert!(!warning.is_error());
+        assert!(
+            warning.detail.contains("names of x-general-2-1."),
+            "{}",
+            warning.detail
+        );
+        let off = Value::object([
+            ("name", Value::from("x")),
+            ("kubelet_serving_cert_approval", Value::from(false)),
+        ]);
+        assert!(approval_warning(&off, &plan).is_none());
+        let reference = crate::talos::testing::reference_plan();
+        assert!(approval_warning(&on, &reference).is_none());
     }
 }

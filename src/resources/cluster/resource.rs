@@ -9,7 +9,6 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use tracing::info;
 
-use super::NODES;
 use super::credentials;
 use super::etcd_backup;
 use super::kubernetes;
@@ -19,6 +18,7 @@ use super::replacement;
 use super::schema;
 use super::settings_plan;
 use super::settings_schema::SETTINGS;
+use super::{NODES, addons::approval_warning};
 use crate::cluster::apply::Outcome;
 use crate::cluster::bootstrap::EtcdRecord;
 use crate::cluster::preflight::{self, Target};
@@ -144,6 +144,8 @@ impl GroupKind for Cluster {
             _ => None,
         };
         let cluster = planned.get("name").as_str().unwrap_or_default().to_string();
+        plan.diagnostics
+            .extend(approval_warning(planned, &network_plan));
         let slots = slots::of(&cluster, CONTROL_PLANE_GROUP, network_plan.control_plane());
         let spec = model::control_plane_group(planned);
         // Secrets made at apply: check the configs (their patches) with

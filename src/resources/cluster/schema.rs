@@ -117,7 +117,8 @@ pub fn schema() -> Schema {
          postfinance's kubelet-csr-approver, pinned by digest, in `kube-system`, approving a \
          `kubernetes.io/kubelet-serving` CSR only when its subject is the requesting node \
          (`system:node:<name>`), its one DNS name is a node name of the plan and its IPs are node \
-         IPs of the plan; anything else stays pending. Installed as a Talos inline manifest at \
+         IPs of the plan; anything else stays pending, and so does a name another node's name \
+         begins (`x-general-10` after `x-general-1`; the plan warns). Installed as a Talos inline manifest at \
          bootstrap, server-side applied later; `false` removes it. See docs/guides/add-ons.md.",
     ))
     .attribute(Attribute::optional("hcloud_secret", Type::Bool).description(
