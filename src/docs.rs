@@ -73,6 +73,21 @@ pub fn render(provider: &Provider, examples: &Path) -> std::io::Result<BTreeMap<
             ),
         );
     }
+    for action in provider.actions() {
+        let name = action.type_name();
+        let short = name.trim_start_matches("hct_");
+        let example = read_example(&examples.join(format!("actions/{name}/action.tf")))?;
+        pages.insert(
+            PathBuf::from(format!("actions/{short}.md")),
+            page(
+                &format!("{name} Action - hct"),
+                name,
+                &action.schema(),
+                &example,
+                "Schema",
+            ),
+        );
+    }
     Ok(pages)
 }
 

@@ -45,8 +45,10 @@
 //!   `worker_join` that is not the cluster's.
 //! - `pre_change`: the etcd snapshot before a change that puts running
 //!   control planes at risk (upgrades, new configs, scale-down, resize),
-//!   or the refusal when there is nowhere to put it; `secrets_backup`: the
-//!   machine secrets kept beside the snapshots.
+//!   or the refusal when there is nowhere to put it; `etcd_snapshot`:
+//!   taking one and keeping it, then and on demand (the
+//!   `hct_etcd_snapshot` action); `secrets_backup`: the machine secrets
+//!   kept beside the snapshots.
 //! - `budget`: how many nodes of a group may be out at once while it
 //!   changes (`max_unavailable`); `rolling`: changing nodes within it, and
 //!   the cluster-wide limit across pools.
@@ -64,6 +66,7 @@ pub mod control_plane;
 mod converge;
 pub mod endpoint;
 pub mod error;
+pub mod etcd_snapshot;
 pub mod group;
 pub mod kube_api;
 pub mod kubernetes_sync;

@@ -10,20 +10,15 @@
 //! - `SnapshotRule` (in `group`, a group's spec): what the user chose (`etcd_backup`,
 //!   `skip_pre_change_snapshot`), and with neither, a refusal that names
 //!   both ways out;
-//! - [`before_change`]: the snapshot, from the first control plane whose
-//!   etcd answers, checked, age-encrypted and kept where `etcd_backup`
-//!   says (a directory or a bucket: `backup::Destination`).
-
-use std::time::{Duration, Instant};
+//! - [`before_change`]: the snapshot (`etcd_snapshot`), or the skip, or
+//!   the refusal.
 
 use tracing::{info, warn};
 
 use super::ClusterError;
+use super::etcd_snapshot::{Source, take_and_keep};
 use super::group::{Group, SnapshotRule};
 use super::record::{IMPORTED, NodeRecord};
-use super::wait::{self, Retry};
-use crate::backup::{self, BackupError, Recipients, SnapshotFacts, SnapshotFile, Stored};
-use crate::talos::api::{TalosClient, TalosError};
 
 /// A control plane as the change will leave it: `sha256` None while the
 /// plan cannot know its config yet.
@@ -150,136 +145,28 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         "taking an etcd snapshot before this change: {}",
         reasons.join("; ")
     );
-    let bucket = "the etcd snapshots' bucket";
-    wait::until(group.deadline, bucket, "checking its keys", || async {
-        wait::bucket_attempt(group.deadline, destination.check(), ClusterError::Backup).await
-    })
-    .await?;
-    let staging = destination.stage().map_err(ClusterError::Backup)?;
-    let directory = staging.dir();
-    let taken_at = time::OffsetDateTime::now_utc();
-    let name = backup::snapshot_name(group.cluster(), taken_at, "pre-change");
-    let sources: Vec<NodeRecord> = group
-        .recorder
-        .nodes()
-        .into_iter()
-        .filter(|n| !n.never_configured() && n.untrusted().is_none())
-        .collect();
-    let (stored, stored_from, release) = wait::until(group.deadline, "etcd", "taking the etcd snapshot", || {
-        let sources = &sources;
-        let name = &name;
-        async move {
-            let mut last = Retry::Again("no control plane to take it from".to_string());
-            for node in sources {
-                // Within the operation's deadline; a stalled stream moves
-                // on to the next control plane (`snapshot_of`).
-                let taking = snapshot_of(group, node, directory, name, recipients);
-                let Ok(result) = tokio::time::timeout(group.deadline.left(), taking).await else {
-                    return Err(Retry::Again(format!("{}: the snapshot timed out", node.name)));
-                };
-                match result {
-                    Ok((stored, release)) => return Ok((stored, node.name.clone(), release)),
-                    Err(Snapshot::Stalled) => {
-                        info!(node = %node.name, "the etcd snapshot stalled; trying the next control plane");
-                        last = Retry::Again(format!("{}: the snapshot stalled", node.name));
-                    }
-                    Err(Snapshot::Talos(e)) => {
-                        info!(node = %node.name, "no etcd snapshot from this node: {e}");
-                        last = Retry::from(e);
-                        if matches!(last, Retry::Fatal(_)) {
-                            return Err(last);
-                        }
-                    }
-                    Err(Snapshot::Backup(BackupError::Damaged(why))) => {
-                        info!(node = %node.name, "the etcd snapshot from this node is damaged: {why}");
-                        last = Retry::Again(format!("{}: snapshot damaged: {why}", node.name));
-                    }
-                    Err(Snapshot::Backup(e)) => return Err(Retry::Fatal(ClusterError::Backup(e))),
-                }
-            }
-            Err(last)
-        }
-    })
-    .await?;
-    let facts = SnapshotFacts {
-        cluster: group.cluster().to_string(),
-        secrets: group.settings.secrets_fingerprint(),
-        taken_at: backup::utc(taken_at),
-        node: stored_from,
-        bytes: stored.bytes,
-        talos_version: release,
+    let source = Source {
+        cluster: group.cluster(),
+        secrets_fingerprint: group.settings.secrets_fingerprint(),
         kubernetes_version: group
             .settings
             .kubernetes_version
             .as_ref()
             .map(ToString::to_string),
+        nodes: group
+            .recorder
+            .nodes()
+            .into_iter()
+            .filter(|n| !n.never_configured() && n.untrusted().is_none())
+            .map(|n| (n.name, n.ip))
+            .collect(),
+        proxy: group.proxy,
+        trust: group.trust,
+        deadline: group.deadline,
     };
-    let kept = wait::until(
-        group.deadline,
-        bucket,
-        "keeping the etcd snapshot",
-        || async {
-            let keeping = destination.keep(&stored, &facts);
-            wait::bucket_attempt(group.deadline, keeping, ClusterError::Backup).await
-        },
-    )
-    .await?;
-    info!(
-        cluster = group.cluster(),
-        node = %facts.node,
-        at = %kept,
-        bytes = stored.bytes,
-        "etcd snapshot kept"
-    );
+    let kept = take_and_keep(&source, destination, recipients, "pre-change", &|_| ()).await?;
     let _ = group.snapshots.taken.set(kept);
     Ok(())
-}
-
-enum Snapshot {
-    Talos(TalosError),
-    Backup(BackupError),
-    /// No bytes for [`STALL`].
-    Stalled,
-}
-
-/// How long a snapshot stream may send nothing before hct gives up on it.
-const STALL: Duration = Duration::from_secs(30);
-/// How often a snapshot on its way logs how far it got.
-const PROGRESS: Duration = Duration::from_secs(10);
-
-/// One node's snapshot, streamed into its file, logging its progress; and
-/// the Talos release the node runs (before an upgrade: the old one).
-async fn snapshot_of(
-    group: &Group<'_>,
-    node: &NodeRecord,
-    directory: &std::path::Path,
-    name: &str,
-    recipients: &Recipients,
-) -> Result<(Stored, String), Snapshot> {
-    let mut client = TalosClient::connect(&group.address(node.ip), group.trust)
-        .await
-        .map_err(Snapshot::Talos)?;
-    let release = client.version().await.map_err(Snapshot::Talos)?.tag;
-    let mut stream = client.etcd_snapshot().await.map_err(Snapshot::Talos)?;
-    let mut file = SnapshotFile::create(directory, name, recipients).map_err(Snapshot::Backup)?;
-    let (mut received, mut logged) = (0usize, Instant::now());
-    loop {
-        let next = tokio::time::timeout(STALL, stream.next()).await;
-        let Some(chunk) = next
-            .map_err(|_| Snapshot::Stalled)?
-            .map_err(Snapshot::Talos)?
-        else {
-            break;
-        };
-        received += chunk.len();
-        file.write(&chunk).map_err(Snapshot::Backup)?;
-        if logged.elapsed() >= PROGRESS {
-            info!(node = %node.name, bytes = received, "etcd snapshot on its way");
-            logged = Instant::now();
-        }
-    }
-    let stored = file.finish().map_err(Snapshot::Backup)?;
-    Ok((stored, release))
 }
 
 #[cfg(test)]

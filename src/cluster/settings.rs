@@ -239,7 +239,8 @@ pub fn secrets_fingerprint(secrets: &Secrets) -> String {
     fingerprint_of(secrets.os_ca().certificate_pem())
 }
 
-fn fingerprint_of(os_ca_certificate: &str) -> String {
+/// 16 hex digits of the SHA-256 of an OS CA certificate (PEM).
+pub fn fingerprint_of(os_ca_certificate: &str) -> String {
     let digest = Sha256::digest(os_ca_certificate.as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }

@@ -8,9 +8,11 @@
 //! - `resource_rpcs`: managed resources (validate, upgrade, read, plan,
 //!   apply, import).
 //! - `ephemeral_rpcs`: ephemeral resources (validate, open, renew, close).
+//! - `action_rpcs`: actions (validate, plan, invoke).
 //! - `answer`: what they share: the result type, answering with
 //!   diagnostics, stopping on Ctrl-C.
 
+mod action_rpcs;
 mod answer;
 mod ephemeral_rpcs;
 mod provider_rpcs;
@@ -180,6 +182,29 @@ impl provider_server::Provider for ProviderService {
         request: Request<pb::close_ephemeral_resource::Request>,
     ) -> RpcResult<pb::close_ephemeral_resource::Response> {
         ephemeral_rpcs::close_ephemeral_resource(&self.provider, request).await
+    }
+
+    async fn validate_action_config(
+        &self,
+        request: Request<pb::validate_action_config::Request>,
+    ) -> RpcResult<pb::validate_action_config::Response> {
+        action_rpcs::validate_action_config(&self.provider, request).await
+    }
+
+    async fn plan_action(
+        &self,
+        request: Request<pb::plan_action::Request>,
+    ) -> RpcResult<pb::plan_action::Response> {
+        action_rpcs::plan_action(&self.provider, request).await
+    }
+
+    type InvokeActionStream = action_rpcs::EventStream;
+
+    async fn invoke_action(
+        &self,
+        request: Request<pb::invoke_action::Request>,
+    ) -> RpcResult<Self::InvokeActionStream> {
+        action_rpcs::invoke_action(&self.provider, request).await
     }
 
     async fn get_functions(&self, _: Request<pb::Unsupported>) -> RpcResult<pb::Unsupported> {

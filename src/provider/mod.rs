@@ -3,6 +3,7 @@
 //! calls on the traits here, so resource code never sees the wire. Which
 //! resources hct serves is `crate::resources::provider`'s list.
 
+pub mod action;
 pub mod config;
 pub mod ephemeral;
 
@@ -16,6 +17,7 @@ use crate::hcloud::{Client, ClientConfig};
 use crate::net::Proxy;
 use crate::pace::Pace;
 use crate::tf::{AttrPath, Diagnostic, Diagnostics, Schema, Value};
+pub use action::{Action, Progress};
 pub use config::ProviderConfig;
 pub use ephemeral::{EphemeralResource, Opened};
 
@@ -196,6 +198,7 @@ pub struct Provider {
     data_sources: BTreeMap<&'static str, Arc<dyn DataSource>>,
     resources: BTreeMap<&'static str, Arc<dyn Resource>>,
     ephemeral_resources: BTreeMap<&'static str, Arc<dyn EphemeralResource>>,
+    actions: BTreeMap<&'static str, Arc<dyn Action>>,
     config: RwLock<Option<Arc<ProviderConfig>>>,
     hcloud: RwLock<Option<Client>>,
     stop: Mutex<CancellationToken>,
@@ -210,6 +213,7 @@ impl Provider {
                 .collect(),
             resources: resources.into_iter().map(|r| (r.type_name(), r)).collect(),
             ephemeral_resources: BTreeMap::new(),
+            actions: BTreeMap::new(),
             config: RwLock::new(None),
             hcloud: RwLock::new(None),
             stop: Mutex::new(CancellationToken::new()),
@@ -220,6 +224,13 @@ impl Provider {
     pub fn with_ephemeral_resources(mut self, resources: Vec<Arc<dyn EphemeralResource>>) -> Self {
         self.ephemeral_resources
             .extend(resources.into_iter().map(|r| (r.type_name(), r)));
+        self
+    }
+
+    /// Adds actions to those served.
+    pub fn with_actions(mut self, actions: Vec<Arc<dyn Action>>) -> Self {
+        self.actions
+            .extend(actions.into_iter().map(|a| (a.type_name(), a)));
         self
     }
 
@@ -246,6 +257,16 @@ impl Provider {
         self.ephemeral_resources
             .get(type_name)
             .ok_or_else(|| unknown_type("ephemeral resource", type_name))
+    }
+
+    pub fn actions(&self) -> impl Iterator<Item = &Arc<dyn Action>> {
+        self.actions.values()
+    }
+
+    pub fn action(&self, type_name: &str) -> Result<&Arc<dyn Action>, Diagnostic> {
+        self.actions
+            .get(type_name)
+            .ok_or_else(|| unknown_type("action", type_name))
     }
 
     pub fn data_source(&self, type_name: &str) -> Result<&Arc<dyn DataSource>, Diagnostic> {

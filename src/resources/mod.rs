@@ -12,12 +12,15 @@
 //! - `etcd_snapshots`: `data "hct_etcd_snapshots"` (a cluster's etcd
 //!   snapshots in a bucket); `s3_bucket`: the `bucket` attribute it shares
 //!   with `hct_cluster.etcd_backup`.
+//! - `etcd_snapshot`: `action "hct_etcd_snapshot"` (an etcd snapshot when
+//!   a person invokes it).
 //! - `node_group`: the lifecycle the cluster and pool resources share (the
 //!   node list in state, plan, apply, drift, import); `labels`, `timeouts`
 //!   and `values`: their shared attribute rules and helpers.
 
 pub mod cluster;
 pub mod cluster_secrets;
+pub mod etcd_snapshot;
 pub mod etcd_snapshots;
 pub mod kubeconfig;
 pub mod labels;
@@ -49,6 +52,7 @@ pub fn provider() -> Provider {
         ],
     )
     .with_ephemeral_resources(vec![Arc::new(kubeconfig::KubeconfigEphemeral)])
+    .with_actions(vec![Arc::new(etcd_snapshot::EtcdSnapshotAction)])
 }
 
 #[cfg(test)]

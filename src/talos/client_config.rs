@@ -106,6 +106,44 @@ pub fn client_certificate_expiry(config: &str) -> Option<SystemTime> {
     super::pki::certificate_not_after(std::str::from_utf8(&pem).ok()?).ok()
 }
 
+/// What hct's own calls take from a talosconfig as hct writes it: its
+/// cluster (the current context), the control planes (the context's
+/// nodes) and the admin's credentials.
+#[derive(Debug)]
+pub struct TalosconfigAccess {
+    pub cluster: String,
+    pub nodes: Vec<std::net::Ipv4Addr>,
+    pub credentials: ApiCredentials,
+}
+
+/// The talosconfig taken apart; None if it is not one hct could have
+/// written (no current context, a node that is no IPv4 address, a PEM
+/// that is not base64).
+pub fn talosconfig_access(config: &str) -> Option<TalosconfigAccess> {
+    let document = yaml::parse_documents(config).ok()?.into_iter().next()?;
+    let cluster = document.get("context")?.as_str()?.to_string();
+    let context = document.get("contexts")?.get(&cluster)?;
+    let nodes = context
+        .get("nodes")?
+        .as_array()?
+        .iter()
+        .map(|n| n.as_str()?.parse().ok())
+        .collect::<Option<Vec<_>>>()?;
+    let pem = |key: &str| -> Option<String> {
+        let bytes = STANDARD.decode(context.get(key)?.as_str()?).ok()?;
+        String::from_utf8(bytes).ok()
+    };
+    Some(TalosconfigAccess {
+        cluster,
+        nodes,
+        credentials: ApiCredentials {
+            ca: pem("ca")?,
+            certificate: pem("crt")?,
+            key: pem("key")?,
+        },
+    })
+}
+
 /// Whether a client config should be issued again: its certificate expires
 /// within [`RENEWAL_WINDOW`] of `now`, or has expired.
 pub fn due_for_renewal(config: &str, now: SystemTime) -> bool {

@@ -19,6 +19,7 @@ mod cluster_hetzner_e2e;
 mod complete_e2e;
 mod debug_mode_e2e;
 mod endpoint_e2e;
+mod etcd_snapshot_action_e2e;
 mod fault_matrix;
 mod kube_e2e;
 mod kubeconfig_e2e;

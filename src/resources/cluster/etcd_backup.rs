@@ -29,47 +29,7 @@ const BUCKET: &str = s3_bucket::ATTRIBUTE;
 
 pub fn attributes() -> Vec<Attribute> {
     vec![
-        Attribute::nested(
-            ATTRIBUTE,
-            Mode::Optional,
-            Nesting::Single,
-            vec![
-                Attribute::optional("local_directory", Type::String).description(
-                    "Where the snapshots go, relative to the directory Terraform runs in (made, \
-                     owner-only, if missing), e.g. `\"${path.root}/etcd-snapshots\"`. Each is \
-                     `<cluster>-<UTC time>-pre-change.etcd.age`; hct never deletes one. This \
-                     or `bucket`.",
-                ),
-                Attribute::nested(
-                    BUCKET,
-                    Mode::Optional,
-                    Nesting::Single,
-                    s3_bucket::attributes(Keys::WriteOnly),
-                )
-                .description(
-                    "An S3-compatible bucket the snapshots go to (Hetzner Object Storage by \
-                         default): each as `<prefix><cluster>-<UTC time>-pre-change.etcd.age`, \
-                         with its facts beside it as `….json`. hct never deletes one: set a \
-                         lifecycle rule on the bucket for retention. This or \
-                         `local_directory`.",
-                ),
-                Attribute::required("age_recipients", Type::list(Type::String)).description(
-                    "age X25519 recipients (`age1…`, from `age-keygen`); each snapshot is \
-                     encrypted to all of them. A snapshot holds every object of the cluster, \
-                     Secrets included: it is never written unencrypted. Keep an identity \
-                     somewhere other than beside the snapshots.",
-                ),
-            ],
-        )
-        .description(
-            "etcd snapshots: before a change that puts a running control plane at risk (a Talos \
-             or Kubernetes upgrade, any new control-plane machine config, a control plane \
-             leaving, a resize), hct takes a snapshot over the Talos API, checks etcd's hash of \
-             it, encrypts it and writes it here before it changes any running control plane. \
-             Without this or `skip_pre_change_snapshot`, such a change is refused at plan (also \
-             when the plan cannot know the new configs yet, as with a change of \
-             `hct_cluster_secrets`). See docs/guides/backup-and-restore.md.",
-        ),
+        destination_attribute(Mode::Optional, Keys::WriteOnly),
         Attribute::optional(SKIP, Type::Bool).description(
             "`true`: make risky changes of the control plane without an etcd snapshot first \
              (logged as a warning). Default false.",
@@ -110,6 +70,52 @@ pub fn attributes() -> Vec<Attribute> {
              (`restore_from`); planned unknown when the apply may restore one.",
         ),
     ]
+}
+
+/// `etcd_backup`, `mode` (the `hct_etcd_snapshot` action's is required),
+/// its bucket's keys taken as `keys`.
+pub fn destination_attribute(mode: Mode, keys: Keys) -> Attribute {
+    Attribute::nested(
+        ATTRIBUTE,
+        mode,
+        Nesting::Single,
+        vec![
+            Attribute::optional("local_directory", Type::String).description(
+                "Where the snapshots go, relative to the directory Terraform runs in (made, \
+                 owner-only, if missing), e.g. `\"${path.root}/etcd-snapshots\"`. Each is \
+                 `<cluster>-<UTC time>-pre-change.etcd.age`; hct never deletes one. This \
+                 or `bucket`.",
+            ),
+            Attribute::nested(
+                BUCKET,
+                Mode::Optional,
+                Nesting::Single,
+                s3_bucket::attributes(keys),
+            )
+            .description(
+                "An S3-compatible bucket the snapshots go to (Hetzner Object Storage by \
+                     default): each as `<prefix><cluster>-<UTC time>-pre-change.etcd.age`, \
+                     with its facts beside it as `….json`. hct never deletes one: set a \
+                     lifecycle rule on the bucket for retention. This or \
+                     `local_directory`.",
+            ),
+            Attribute::required("age_recipients", Type::list(Type::String)).description(
+                "age X25519 recipients (`age1…`, from `age-keygen`); each snapshot is \
+                 encrypted to all of them. A snapshot holds every object of the cluster, \
+                 Secrets included: it is never written unencrypted. Keep an identity \
+                 somewhere other than beside the snapshots.",
+            ),
+        ],
+    )
+    .description(
+        "etcd snapshots: before a change that puts a running control plane at risk (a Talos \
+         or Kubernetes upgrade, any new control-plane machine config, a control plane \
+         leaving, a resize), hct takes a snapshot over the Talos API, checks etcd's hash of \
+         it, encrypts it and writes it here before it changes any running control plane. \
+         Without this or `skip_pre_change_snapshot`, such a change is refused at plan (also \
+         when the plan cannot know the new configs yet, as with a change of \
+         `hct_cluster_secrets`). See docs/guides/backup-and-restore.md.",
+    )
 }
 
 /// `etcd_backup.bucket`, typed.
@@ -212,20 +218,36 @@ pub fn validate(config: &Value) -> Diagnostics {
 
 /// The typed rule for the control plane's apply.
 pub fn rule(value: &Value) -> Result<SnapshotRule, Diagnostic> {
-    let backup = value.get(ATTRIBUTE);
-    if backup.is_null() {
+    if value.get(ATTRIBUTE).is_null() {
         return Ok(if value.get(SKIP).as_bool() == Some(true) {
             SnapshotRule::Skip
         } else {
             SnapshotRule::Refuse
         });
     }
+    let cluster = value.get("name").as_str().unwrap_or_default();
+    let (destination, recipients) = destination(value, cluster)?;
+    Ok(SnapshotRule::Store {
+        destination,
+        recipients,
+    })
+}
+
+/// Where `etcd_backup` (of `value`, set) keeps the snapshots of `cluster`,
+/// and to whom they are encrypted.
+pub fn destination(value: &Value, cluster: &str) -> Result<(Destination, Recipients), Diagnostic> {
+    let backup = value.get(ATTRIBUTE);
     let recipients =
         Recipients::parse(&string_list(backup.get("age_recipients"))).map_err(|e| {
             Diagnostic::error("Invalid age recipient", format!("{e}."))
                 .at(AttrPath::attr(ATTRIBUTE).attr_of("age_recipients"))
         })?;
-    let destination = match bucket_config(value)? {
+    let bucket = s3_bucket::config(
+        backup.get(BUCKET),
+        cluster,
+        &AttrPath::attr(ATTRIBUTE).attr_of(BUCKET),
+    )?;
+    let destination = match bucket {
         Some(config) => Destination::Bucket(crate::backup::Bucket::open(&config).map_err(|e| {
             Diagnostic::error("Cannot use the etcd snapshots' bucket", format!("{e}."))
                 .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET))
@@ -234,10 +256,7 @@ pub fn rule(value: &Value) -> Result<SnapshotRule, Diagnostic> {
             backup.get("local_directory").as_str().unwrap_or_default(),
         )),
     };
-    Ok(SnapshotRule::Store {
-        destination,
-        recipients,
-    })
+    Ok((destination, recipients))
 }
 
 /// What the plan says of a change of a cluster that exists: refused when

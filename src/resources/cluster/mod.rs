@@ -23,7 +23,7 @@
 mod addons;
 mod credentials;
 mod destroy;
-mod etcd_backup;
+pub(crate) mod etcd_backup;
 mod kubernetes;
 mod load_balancer;
 pub(crate) mod model;
