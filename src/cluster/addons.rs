@@ -247,20 +247,20 @@ mod tests {
         assert_eq!(parsed, objects);
     }
 
-    /// The reference layout with `general` grown to eleven nodes and a pool
-    /// `general-2` beside it: both ways one name begins another.
+    /// The reference layout with `general` grown to eleven nodes, a pool
+    /// `general-2` beside it and a pool `cp-1`: every way one name begins
+    /// another (within a pool, across pools, the control plane's).
     fn shadowing_plan() -> NetworkPlan {
         use crate::network_plan::NodeGroupInput;
         let mut input = crate::talos::testing::reference_input();
         let pools = input.worker_pools.as_mut().unwrap();
         pools.get_mut("general").unwrap().nodes = Some(11);
-        pools.insert(
-            "general-2".into(),
-            NodeGroupInput {
-                cidr: Some("10.0.128.96/28".into()),
-                nodes: Some(1),
-            },
-        );
+        let one = |cidr: &str| NodeGroupInput {
+            cidr: Some(cidr.into()),
+            nodes: Some(1),
+        };
+        pools.insert("general-2".into(), one("10.0.128.96/28"));
+        pools.insert("cp-1".into(), one("10.0.128.112/28"));
         crate::talos::testing::plan_of(&input)
     }
 
@@ -269,7 +269,7 @@ mod tests {
         let plan = shadowing_plan();
         assert_eq!(
             shadowed_names("x", &plan),
-            ["x-general-10", "x-general-11", "x-general-2-1"]
+            ["x-cp-1-1", "x-general-10", "x-general-11", "x-general-2-1"]
         );
         let objects = approver_objects("x", &plan);
         let env = &objects[3]["spec"]["template"]["spec"]["containers"][0]["env"];
@@ -289,8 +289,14 @@ mod tests {
             .collect();
         // Every planned name but the shadowed, and no allowed name begins
         // another allowed one: the approver's "starts with" is "is" here.
-        assert_eq!(allowed.len(), 3 + 3 + 11 + 1 - 3, "{regex}");
-        for name in ["x-general-1", "x-general-2", "x-general-9", "x-cp-1"] {
+        assert_eq!(allowed.len(), 3 + 1 + 3 + 11 + 1 - 4, "{regex}");
+        for name in [
+            "x-general-1",
+            "x-general-2",
+            "x-general-9",
+            "x-cp-1",
+            "x-platform-1",
+        ] {
             assert!(allowed.contains(&name), "{name} in {regex}");
         }
         for long in &allowed {

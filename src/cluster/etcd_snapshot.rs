@@ -66,6 +66,10 @@ pub async fn take_and_keep(
             let name = &name;
             async move {
                 let mut last = Retry::Again("no control plane to take it from".to_string());
+                // A node that answers with another CA is not asked (nothing
+                // is sent to it), and the others are: that ends the wait only
+                // when no other node may still answer.
+                let (mut foreign, mut others) = (None, false);
                 for (node, ip) in &source.nodes {
                     progress(format!("taking an etcd snapshot from {node}"));
                     // Within the operation's deadline; a stalled stream moves
@@ -79,8 +83,15 @@ pub async fn take_and_keep(
                         Err(Snapshot::Stalled) => {
                             info!(node = %node, "the etcd snapshot stalled; trying the next control plane");
                             last = Retry::Again(format!("{node}: the snapshot stalled"));
+                            others = true;
+                        }
+                        Err(Snapshot::Talos(e @ TalosError::WrongCa { .. })) => {
+                            info!(node = %node, "not asked for an etcd snapshot: {e}");
+                            progress(format!("{node} answers with another CA: not asked"));
+                            foreign = Some(e);
                         }
                         Err(Snapshot::Talos(e)) => {
+                            others = true;
                             info!(node = %node, "no etcd snapshot from this node: {e}");
                             last = Retry::from(e);
                             if matches!(last, Retry::Fatal(_)) {
@@ -90,13 +101,17 @@ pub async fn take_and_keep(
                         Err(Snapshot::Backup(BackupError::Damaged(why))) => {
                             info!(node = %node, "the etcd snapshot from this node is damaged: {why}");
                             last = Retry::Again(format!("{node}: snapshot damaged: {why}"));
+                            others = true;
                         }
                         Err(Snapshot::Backup(e)) => {
                             return Err(Retry::Fatal(ClusterError::Backup(e)));
                         }
                     }
                 }
-                Err(last)
+                match foreign {
+                    Some(e) if !others => Err(Retry::from(e)),
+                    _ => Err(last),
+                }
             }
         })
         .await?;

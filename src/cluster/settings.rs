@@ -13,8 +13,7 @@ use sha2::{Digest, Sha256};
 use super::ClusterError;
 use super::pool_access::PoolAccess;
 use crate::network_plan::NetworkPlan;
-use crate::secret::Secret;
-use crate::talos::api::{AdminCredentials, Trust};
+use crate::talos::api::Trust;
 use crate::talos::client_config::{self, ApiCredentials};
 use crate::talos::config::ConfigError;
 use crate::talos::release::{KubernetesVersion, TalosVersion};
@@ -226,11 +225,7 @@ impl Keys {
 pub fn api_trust(secrets: &Secrets) -> Result<Trust, ClusterError> {
     let credentials = client_config::talos_api_credentials(secrets, API_CERTIFICATE_VALIDITY)
         .map_err(|e| ClusterError::Credentials(e.to_string()))?;
-    Ok(Trust::Admin(AdminCredentials {
-        os_ca: credentials.ca,
-        certificate: credentials.certificate,
-        key: Secret::new(credentials.key),
-    }))
+    Ok(Trust::Admin(credentials.into()))
 }
 
 /// Names the secrets in server labels: 16 hex digits of the SHA-256 of

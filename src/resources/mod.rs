@@ -11,7 +11,9 @@
 //!   credentials for the helm and kubernetes providers).
 //! - `etcd_snapshots`: `data "hct_etcd_snapshots"` (a cluster's etcd
 //!   snapshots in a bucket); `s3_bucket`: the `bucket` attribute it shares
-//!   with `hct_cluster.etcd_backup`.
+//!   with `etcd_backup`; `snapshot_destination`: `etcd_backup` itself (a
+//!   directory or a bucket, and the age recipients), which `hct_cluster`
+//!   and `hct_etcd_snapshot` share.
 //! - `etcd_snapshot`: `action "hct_etcd_snapshot"` (an etcd snapshot when
 //!   a person invokes it).
 //! - `node_group`: the lifecycle the cluster and pool resources share (the
@@ -27,6 +29,7 @@ pub mod labels;
 pub mod network_plan;
 pub mod node_group;
 pub mod s3_bucket;
+pub mod snapshot_destination;
 pub mod talos_image;
 pub mod timeouts;
 pub mod values;

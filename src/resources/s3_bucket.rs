@@ -19,6 +19,9 @@ pub enum Keys {
     /// Sensitive (a data source, which Terraform gives no write-only
     /// attributes): in its state, hidden in plans and output.
     Sensitive,
+    /// Sensitive in an action's configuration (in no state; the action
+    /// writes).
+    Action,
 }
 
 pub fn attributes(keys: Keys) -> Vec<Attribute> {
@@ -26,7 +29,7 @@ pub fn attributes(keys: Keys) -> Vec<Attribute> {
         let attribute = Attribute::required(name, Type::String).sensitive();
         match keys {
             Keys::WriteOnly => attribute.write_only(),
-            Keys::Sensitive => attribute,
+            Keys::Sensitive | Keys::Action => attribute,
         }
     };
     vec![
@@ -51,6 +54,10 @@ pub fn attributes(keys: Keys) -> Vec<Attribute> {
             Keys::Sensitive => {
                 "The S3 access key (sensitive: like every data source argument, in state). A \
                  key pair that may only read the bucket is enough."
+            }
+            Keys::Action => {
+                "The S3 access key (sensitive; an action keeps nothing in state). Its key pair \
+                 needs to list and put objects in the bucket."
             }
         }),
         key("secret_key").description("The S3 secret key, as `access_key`."),

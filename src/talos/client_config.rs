@@ -329,6 +329,16 @@ impl fmt::Debug for ApiCredentials {
     }
 }
 
+impl From<ApiCredentials> for super::api::AdminCredentials {
+    fn from(credentials: ApiCredentials) -> Self {
+        Self {
+            os_ca: credentials.ca,
+            certificate: credentials.certificate,
+            key: crate::secret::Secret::new(credentials.key),
+        }
+    }
+}
+
 /// `os:admin` credentials for the Talos API, valid for `validity` from now.
 pub fn talos_api_credentials(
     secrets: &Secrets,

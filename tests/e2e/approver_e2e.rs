@@ -2,7 +2,9 @@
 //! the real kubelet-csr-approver (hct-sim's emulation of it when the
 //! emulated API server stands in) approves the control plane's serving
 //! certificate and leaves the longer name's pending, its own node's
-//! request included, until a person approves it (`cluster::addons`).
+//! request included, until a person approves it (`cluster::addons`); on
+//! the real control plane, also the request the shorter-named node's
+//! kubelet could file for it, which the approver approved before.
 
 use std::path::Path;
 
@@ -80,11 +82,43 @@ async fn a_name_another_node_name_begins_waits_for_a_person() {
                 _ => Err(all),
             }
         });
-        // The worker's own request names only itself (as a kubelet's does)
-        // and stays pending while the approver has every chance to act.
+        // What the approver could not tell from it: the kubelet of the
+        // node whose name begins the worker's (judged1-general-1, planned,
+        // not booted) asking for the worker's name and IP. Filed by the
+        // admin as that node (impersonation, which the real API server
+        // allows the admin; the emulated one has none).
+        let shorter = "judged1-general-1";
+        if real {
+            let forged = dir.path().join("forged.json");
+            let ip = plan.worker_pools()["general-1"].ips[0];
+            std::fs::write(&forged, forged_csr(shorter, &worker, ip).to_string()).unwrap();
+            let user = format!("system:node:{shorter}");
+            let file = forged.to_str().unwrap();
+            let args = [
+                "create",
+                "-f",
+                file,
+                "--as",
+                &user,
+                "--as-group",
+                "system:nodes",
+            ];
+            succeeded(
+                "create the forged CSR",
+                run(&kubectl, dir.path(), &path, &args),
+            );
+        }
+        // The worker's own request names only itself (as a kubelet's does);
+        // it and the forged one stay pending while the approver has every
+        // chance to act.
         let name = filed["metadata"]["name"].as_str().unwrap().to_string();
         for _ in 0..20 {
-            let now = of(&csrs(), &worker).expect("the worker's request stays");
+            let all = csrs();
+            if real {
+                let forged = of(&all, shorter).expect("the forged request stays");
+                assert!(forged["status"].get("conditions").is_none(), "{forged:#}");
+            }
+            let now = of(&all, &worker).expect("the worker's request stays");
             assert!(now["status"].get("conditions").is_none(), "{now:#}");
             std::thread::sleep(std::time::Duration::from_millis(250));
         }
@@ -107,6 +141,35 @@ async fn a_name_another_node_name_begins_waits_for_a_person() {
             signed.then_some(()).ok_or(now)
         });
     });
+}
+
+/// A kubelet-serving CSR as `node`'s kubelet would file it, asking for the
+/// name `name` and the IP `ip`.
+fn forged_csr(node: &str, name: &str, ip: std::net::Ipv4Addr) -> Value {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, format!("system:node:{node}"));
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, "system:nodes");
+    params
+        .subject_alt_names
+        .push(rcgen::SanType::IpAddress(ip.into()));
+    let request = params.serialize_request(&key).unwrap().pem().unwrap();
+    serde_json::json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": format!("forged-by-{node}")},
+        "spec": {
+            "request": base64::engine::general_purpose::STANDARD.encode(request),
+            "signerName": SERVING,
+            "usages": ["digital signature", "server auth"],
+        },
+    })
 }
 
 /// The kubelet-serving CSRs the API server lists.

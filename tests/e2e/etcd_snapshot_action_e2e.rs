@@ -114,5 +114,46 @@ async fn an_invoked_snapshot_is_taken_encrypted_and_changes_nothing() {
             out.stderr
         );
         assert_eq!(snapshots(&ws).len(), 1);
+
+        // The cluster's talosconfig with another cluster's CA: every
+        // control plane answers with a certificate it does not sign, so
+        // none is asked, and the action says which talosconfig to give.
+        let state = ws
+            .terraform_of(terraform, &["show", "-json"])
+            .expect_success("show -json");
+        let state: serde_json::Value = serde_json::from_str(&state.stdout).unwrap();
+        let talosconfig = state["values"]["root_module"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["address"] == "hct_cluster.this")
+            .and_then(|r| r["values"]["talosconfig"].as_str())
+            .expect("the cluster's talosconfig")
+            .to_string();
+        let other = hct::talos::Secrets::for_checking().unwrap();
+        let other_ca = {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(other.os_ca().certificate_pem())
+        };
+        let foreign: String = talosconfig
+            .lines()
+            .map(|line| match line.split_once("ca: ") {
+                Some((indent, _)) if indent.trim().is_empty() => {
+                    format!("{indent}ca: {other_ca}\n")
+                }
+                _ => format!("{line}\n"),
+            })
+            .collect();
+        assert_ne!(foreign, talosconfig);
+        let out = invoke(&["-var", &format!("snapshot_talosconfig={foreign}")])
+            .expect_failure("a talosconfig of another CA");
+        let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("No etcd snapshot taken")
+                && words.contains("No control plane of the talosconfig answered with its CA"),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(snapshots(&ws).len(), 1);
     });
 }

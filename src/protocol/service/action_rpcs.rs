@@ -69,20 +69,22 @@ pub(super) async fn invoke_action(
             ))
         }
     });
-    match prepared {
+    // The task ends with the stream: a Terraform that hangs up stops it.
+    let running = match prepared {
         Err(d) => {
             let _ = done.send(d.into());
+            None
         }
         Ok((action, config)) => {
             let ctx = provider.context();
             let progress = Progress::new(lines.clone());
-            tokio::spawn(async move {
+            Some(AbortOnDrop(tokio::spawn(async move {
                 let work = action.invoke(&ctx, &config, &progress);
                 let diagnostics = until_stopped(&ctx, work, Diagnostics::from).await;
                 let _ = done.send(diagnostics);
-            });
+            })))
         }
-    }
+    };
     // The lines as they come; the completion once the action has ended (its
     // sender dropped with it, so the lines end first).
     drop(lines);
@@ -94,6 +96,7 @@ pub(super) async fn invoke_action(
         })
     });
     let completion = futures_util::stream::once(async move {
+        let _running = running;
         let diagnostics = completed.await.unwrap_or_else(|_| {
             Diagnostic::error("The action ended early", "hct's task running it stopped.").into()
         });
@@ -108,4 +111,13 @@ pub(super) async fn invoke_action(
     Ok(Response::new(Box::pin(tokio_stream::StreamExt::chain(
         progress, completion,
     ))))
+}
+
+/// Aborts the task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

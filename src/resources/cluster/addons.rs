@@ -64,8 +64,9 @@ pub fn approval_warning(planned: &Value, plan: &NetworkPlan) -> Option<Diagnosti
                  names: until a person approves them, `kubectl logs`, `exec` and metrics-server \
                  fail for these nodes. Approve each pending kubelet-serving CSR whose requestor \
                  is system:node:<the name in it> (kubectl get csr; kubectl certificate approve \
-                 <csr>), or keep pools under ten nodes and name no pool after another pool plus \
-                 -<n> (docs/guides/add-ons.md).",
+                 <csr>), or keep pools under ten nodes and start no pool's name with another \
+                 group's (another pool's, or cp) followed by - and a digit \
+                 (docs/guides/add-ons.md).",
                 shadowed.join(", ")
             ),
         )

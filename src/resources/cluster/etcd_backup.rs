@@ -6,21 +6,20 @@
 //! snapshot's path is planned unknown whenever the apply may take one.
 //! `restore_from` too: the snapshot etcd starts from, checked at plan.
 
-use std::path::PathBuf;
-
 use tokio_util::sync::CancellationToken;
 
 use super::NODES;
-use crate::backup::{BucketConfig, Destination, Recipients};
+use crate::backup::BucketConfig;
 use crate::cluster::NodeRecord;
 use crate::cluster::group::{SnapshotLog, SnapshotRule};
 use crate::cluster::pre_change::{self, Planned, Risk};
 use crate::resources::node_group::nodes_from;
 use crate::resources::s3_bucket::{self, Keys};
-use crate::resources::values::{set, string_list};
+use crate::resources::snapshot_destination;
+use crate::resources::values::set;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Type, Value};
 
-pub const ATTRIBUTE: &str = "etcd_backup";
+pub use crate::resources::snapshot_destination::ATTRIBUTE;
 pub const SKIP: &str = "skip_pre_change_snapshot";
 pub const TAKEN: &str = "pre_change_snapshot";
 pub const RESTORE: &str = "restore_from";
@@ -29,7 +28,7 @@ const BUCKET: &str = s3_bucket::ATTRIBUTE;
 
 pub fn attributes() -> Vec<Attribute> {
     vec![
-        destination_attribute(Mode::Optional, Keys::WriteOnly),
+        snapshot_destination::attribute(Mode::Optional, Keys::WriteOnly, "pre-change"),
         Attribute::optional(SKIP, Type::Bool).description(
             "`true`: make risky changes of the control plane without an etcd snapshot first \
              (logged as a warning). Default false.",
@@ -72,72 +71,10 @@ pub fn attributes() -> Vec<Attribute> {
     ]
 }
 
-/// `etcd_backup`, `mode` (the `hct_etcd_snapshot` action's is required),
-/// its bucket's keys taken as `keys`.
-pub fn destination_attribute(mode: Mode, keys: Keys) -> Attribute {
-    Attribute::nested(
-        ATTRIBUTE,
-        mode,
-        Nesting::Single,
-        vec![
-            Attribute::optional("local_directory", Type::String).description(
-                "Where the snapshots go, relative to the directory Terraform runs in (made, \
-                 owner-only, if missing), e.g. `\"${path.root}/etcd-snapshots\"`. Each is \
-                 `<cluster>-<UTC time>-pre-change.etcd.age`; hct never deletes one. This \
-                 or `bucket`.",
-            ),
-            Attribute::nested(
-                BUCKET,
-                Mode::Optional,
-                Nesting::Single,
-                s3_bucket::attributes(keys),
-            )
-            .description(
-                "An S3-compatible bucket the snapshots go to (Hetzner Object Storage by \
-                     default): each as `<prefix><cluster>-<UTC time>-pre-change.etcd.age`, \
-                     with its facts beside it as `….json`. hct never deletes one: set a \
-                     lifecycle rule on the bucket for retention. This or \
-                     `local_directory`.",
-            ),
-            Attribute::required("age_recipients", Type::list(Type::String)).description(
-                "age X25519 recipients (`age1…`, from `age-keygen`); each snapshot is \
-                 encrypted to all of them. A snapshot holds every object of the cluster, \
-                 Secrets included: it is never written unencrypted. Keep an identity \
-                 somewhere other than beside the snapshots.",
-            ),
-        ],
-    )
-    .description(
-        "etcd snapshots: before a change that puts a running control plane at risk (a Talos \
-         or Kubernetes upgrade, any new control-plane machine config, a control plane \
-         leaving, a resize), hct takes a snapshot over the Talos API, checks etcd's hash of \
-         it, encrypts it and writes it here before it changes any running control plane. \
-         Without this or `skip_pre_change_snapshot`, such a change is refused at plan (also \
-         when the plan cannot know the new configs yet, as with a change of \
-         `hct_cluster_secrets`). See docs/guides/backup-and-restore.md.",
-    )
-}
-
-/// `etcd_backup.bucket`, typed.
-pub fn bucket_config(value: &Value) -> Result<Option<BucketConfig>, Diagnostic> {
-    s3_bucket::config(
-        value.get(ATTRIBUTE).get(BUCKET),
-        value.get("name").as_str().unwrap_or_default(),
-        &AttrPath::attr(ATTRIBUTE).attr_of(BUCKET),
-    )
-}
-
-fn recipients_path(index: usize) -> AttrPath {
-    AttrPath::attr(ATTRIBUTE)
-        .attr_of("age_recipients")
-        .index(index as i64)
-}
-
-/// Bad recipients and an empty directory, at their paths.
+/// `etcd_backup` (`snapshot_destination::validate`) and the skip beside it.
 pub fn validate(config: &Value) -> Diagnostics {
-    let mut found = Diagnostics::new();
-    let backup = config.get(ATTRIBUTE);
-    if !backup.is_null() && config.get(SKIP).as_bool() == Some(true) {
+    let mut found = snapshot_destination::validate(config);
+    if !config.get(ATTRIBUTE).is_null() && config.get(SKIP).as_bool() == Some(true) {
         found.push(
             Diagnostic::error(
                 "etcd_backup and skip_pre_change_snapshot both set",
@@ -147,73 +84,12 @@ pub fn validate(config: &Value) -> Diagnostics {
             .at(AttrPath::attr(SKIP)),
         );
     }
-    if backup.as_map().is_some()
-        && backup.get("local_directory").is_null()
-        && backup.get(BUCKET).is_null()
-    {
-        found.push(
-            Diagnostic::error(
-                "Nowhere for the etcd snapshots",
-                "Set etcd_backup.local_directory (a local directory) or etcd_backup.bucket (an \
-                 S3-compatible bucket).",
-            )
-            .at(AttrPath::attr(ATTRIBUTE)),
-        );
-    }
-    if !backup.get("local_directory").is_null() && !backup.get(BUCKET).is_null() {
-        found.push(
-            Diagnostic::error(
-                "etcd_backup.local_directory and etcd_backup.bucket both set",
-                "Keep one: the snapshots go either to a local directory or to a bucket.",
-            )
-            .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET)),
-        );
-    }
-    if backup.get(BUCKET).is_wholly_known()
-        && let Err(d) = bucket_config(config)
-    {
-        found.push(d);
-    }
-    let bucket_path = AttrPath::attr(ATTRIBUTE).attr_of(BUCKET);
-    found.extend(s3_bucket::plain_http_warning(
-        backup.get(BUCKET),
-        &bucket_path,
-    ));
-    if let Some(dir) = backup.get("local_directory").as_str()
-        && dir.trim().is_empty()
-    {
-        found.push(
-            Diagnostic::error(
-                "Empty etcd_backup.local_directory",
-                "Name the directory the snapshots go to, e.g. \"${path.root}/etcd-snapshots\".",
-            )
-            .at(AttrPath::attr(ATTRIBUTE).attr_of("local_directory")),
-        );
-    }
-    if let Some(list) = backup.get("age_recipients").as_list() {
-        if list.is_empty() {
-            found.push(
-                Diagnostic::error(
-                    "No age recipient",
-                    "etcd_backup.age_recipients needs at least one `age1…` recipient: a \
-                     snapshot holds every Secret of the cluster and is never written \
-                     unencrypted. Make one with `age-keygen`.",
-                )
-                .at(AttrPath::attr(ATTRIBUTE).attr_of("age_recipients")),
-            );
-        }
-        for (index, item) in list.iter().enumerate() {
-            if let Some(text) = item.as_str()
-                && let Err(e) = Recipients::parse(&[text])
-            {
-                found.push(
-                    Diagnostic::error("Invalid age recipient", format!("{e}."))
-                        .at(recipients_path(index)),
-                );
-            }
-        }
-    }
     found
+}
+
+/// `etcd_backup.bucket`, typed (the prefix defaults to the cluster's name).
+pub fn bucket_config(value: &Value) -> Result<Option<BucketConfig>, Diagnostic> {
+    snapshot_destination::bucket_config(value, value.get("name").as_str().unwrap_or_default())
 }
 
 /// The typed rule for the control plane's apply.
@@ -226,37 +102,11 @@ pub fn rule(value: &Value) -> Result<SnapshotRule, Diagnostic> {
         });
     }
     let cluster = value.get("name").as_str().unwrap_or_default();
-    let (destination, recipients) = destination(value, cluster)?;
+    let (destination, recipients) = snapshot_destination::destination(value, cluster)?;
     Ok(SnapshotRule::Store {
         destination,
         recipients,
     })
-}
-
-/// Where `etcd_backup` (of `value`, set) keeps the snapshots of `cluster`,
-/// and to whom they are encrypted.
-pub fn destination(value: &Value, cluster: &str) -> Result<(Destination, Recipients), Diagnostic> {
-    let backup = value.get(ATTRIBUTE);
-    let recipients =
-        Recipients::parse(&string_list(backup.get("age_recipients"))).map_err(|e| {
-            Diagnostic::error("Invalid age recipient", format!("{e}."))
-                .at(AttrPath::attr(ATTRIBUTE).attr_of("age_recipients"))
-        })?;
-    let bucket = s3_bucket::config(
-        backup.get(BUCKET),
-        cluster,
-        &AttrPath::attr(ATTRIBUTE).attr_of(BUCKET),
-    )?;
-    let destination = match bucket {
-        Some(config) => Destination::Bucket(crate::backup::Bucket::open(&config).map_err(|e| {
-            Diagnostic::error("Cannot use the etcd snapshots' bucket", format!("{e}."))
-                .at(AttrPath::attr(ATTRIBUTE).attr_of(BUCKET))
-        })?),
-        None => Destination::Directory(PathBuf::from(
-            backup.get("local_directory").as_str().unwrap_or_default(),
-        )),
-    };
-    Ok((destination, recipients))
 }
 
 /// What the plan says of a change of a cluster that exists: refused when

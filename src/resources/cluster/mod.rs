@@ -23,7 +23,7 @@
 mod addons;
 mod credentials;
 mod destroy;
-pub(crate) mod etcd_backup;
+mod etcd_backup;
 mod kubernetes;
 mod load_balancer;
 pub(crate) mod model;

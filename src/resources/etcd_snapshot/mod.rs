@@ -15,15 +15,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::cluster::etcd_backup;
 use super::s3_bucket::Keys;
+use super::snapshot_destination;
 use crate::backup::{Destination, Recipients};
+use crate::cluster::ClusterError;
 use crate::cluster::etcd_snapshot::{self, Source};
 use crate::cluster::settings::fingerprint_of;
 use crate::cluster::wait::Deadline;
 use crate::provider::{Action, Context, Progress};
-use crate::secret::Secret;
-use crate::talos::api::{AdminCredentials, Trust};
+use crate::talos::api::{TalosError, Trust};
 use crate::talos::client_config::{TalosconfigAccess, talosconfig_access};
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Schema, Type, Value};
 
@@ -54,7 +54,7 @@ fn schema() -> Schema {
             ),
     )
     .attribute(
-        etcd_backup::destination_attribute(Mode::Required, Keys::Sensitive).description(
+        snapshot_destination::attribute(Mode::Required, Keys::Action, "on-demand").description(
             "Where the snapshot goes and to whom it is encrypted, as `hct_cluster`'s \
                  `etcd_backup` (a `local_directory`, relative to the directory Terraform runs \
                  in, or a `bucket`).",
@@ -104,7 +104,7 @@ fn access(config: &Value) -> Result<TalosconfigAccess, Diagnostic> {
 
 fn decode(config: &Value) -> Result<Input, Diagnostic> {
     let access = access(config)?;
-    let (destination, recipients) = etcd_backup::destination(config, &access.cluster)?;
+    let (destination, recipients) = snapshot_destination::destination(config, &access.cluster)?;
     Ok(Input {
         access,
         destination,
@@ -124,7 +124,7 @@ impl Action for EtcdSnapshotAction {
     }
 
     fn validate(&self, config: &Value) -> Diagnostics {
-        let mut found = etcd_backup::validate(config);
+        let mut found = snapshot_destination::validate(config);
         if config.get(TALOSCONFIG).is_wholly_known()
             && let Err(d) = access(config)
         {
@@ -147,11 +147,7 @@ impl Action for EtcdSnapshotAction {
         };
         let credentials = input.access.credentials;
         let secrets_fingerprint = fingerprint_of(&credentials.ca);
-        let trust = Trust::Admin(AdminCredentials {
-            os_ca: credentials.ca,
-            certificate: credentials.certificate,
-            key: Secret::new(credentials.key),
-        });
+        let trust = Trust::Admin(credentials.into());
         let deadline = Deadline::new(input.timeout, ctx.cancel.clone(), ctx.pace());
         let source = Source {
             cluster: &input.access.cluster,
@@ -171,7 +167,31 @@ impl Action for EtcdSnapshotAction {
         let taken = etcd_snapshot::on_demand(&source, &input.destination, &input.recipients, &say);
         match taken.await {
             Ok(_) => Diagnostics::new(),
-            Err(e) => e.to_diagnostic().into(),
+            Err(e) => failed(e, input.timeout).into(),
         }
     }
+}
+
+/// What went wrong, in the words of an action: it keeps nothing in state
+/// and has no `timeouts` block, and a node with another CA is one the
+/// talosconfig does not fit, not a server to recreate.
+fn failed(e: ClusterError, limit: Duration) -> Diagnostic {
+    let detail = match &e {
+        ClusterError::Stopped { .. } => {
+            format!("{e}. No snapshot was kept; invoke the action again to take one.")
+        }
+        ClusterError::Timeout { .. } => format!(
+            "{e}. No snapshot was kept within {}. Check that talos_proxy reaches the private \
+             network and that etcd runs on a control plane (talosctl service etcd), then invoke \
+             again, with a longer `timeout` if the snapshot is large.",
+            crate::duration::format(limit)
+        ),
+        ClusterError::Talos(TalosError::WrongCa { .. }) => format!(
+            "{e}. No control plane of the talosconfig answered with its CA. Give the action the \
+             talosconfig of this cluster (hct_cluster.<name>.talosconfig, current after the last \
+             apply); no snapshot was taken."
+        ),
+        _ => return e.to_diagnostic(),
+    };
+    Diagnostic::error("No etcd snapshot taken", detail)
 }

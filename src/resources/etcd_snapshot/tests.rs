@@ -8,7 +8,7 @@ const RECIPIENT: &str = "age1sxfzqgu7k66rpk87eccfvmg2dx8dzd774y8wk64rsahxteudn4z
 fn config(talosconfig: &str, backup: Value) -> Value {
     Value::object([
         (TALOSCONFIG, Value::from(talosconfig)),
-        (etcd_backup::ATTRIBUTE, backup),
+        (snapshot_destination::ATTRIBUTE, backup),
         (TIMEOUT, Value::Null),
     ])
 }
@@ -68,16 +68,26 @@ fn what_is_wrong_is_named_at_its_attribute() {
         items.insert(TIMEOUT.into(), Value::from("soon"));
     }
     let found = EtcdSnapshotAction.validate(&wrong);
-    let summaries: Vec<&str> = found.0.iter().map(|d| d.summary.as_str()).collect();
+    let at = |path: AttrPath| Some(path);
+    let backup = AttrPath::attr(snapshot_destination::ATTRIBUTE);
+    let seen: Vec<(&str, Option<AttrPath>)> = found
+        .0
+        .iter()
+        .map(|d| (d.summary.as_str(), d.path.clone()))
+        .collect();
     assert_eq!(
-        summaries,
+        seen,
         [
-            "Nowhere for the etcd snapshots",
-            "Invalid age recipient",
-            "Invalid timeout"
+            ("Nowhere for the etcd snapshots", at(backup.clone())),
+            (
+                "Invalid age recipient",
+                at(backup.attr_of("age_recipients").index(0))
+            ),
+            ("Invalid timeout", at(AttrPath::attr(TIMEOUT))),
         ],
         "{found:?}"
     );
+    assert_eq!(not_one.0[0].path, at(AttrPath::attr(TALOSCONFIG)));
     // Unknown values (variables at validation) pass.
     assert!(EtcdSnapshotAction.validate(&config_unknown()).is_empty());
 }
@@ -85,7 +95,7 @@ fn what_is_wrong_is_named_at_its_attribute() {
 fn config_unknown() -> Value {
     Value::object([
         (TALOSCONFIG, Value::Unknown),
-        (etcd_backup::ATTRIBUTE, Value::Unknown),
+        (snapshot_destination::ATTRIBUTE, Value::Unknown),
         (TIMEOUT, Value::Null),
     ])
 }

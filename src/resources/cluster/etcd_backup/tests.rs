@@ -1,4 +1,5 @@
 use super::*;
+use crate::backup::Destination;
 use crate::talos::Secrets;
 
 const RECIPIENT: &str = "age1sxfzqgu7k66rpk87eccfvmg2dx8dzd774y8wk64rsahxteudn4zqr8vpz8";
