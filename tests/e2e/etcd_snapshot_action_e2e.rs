@@ -9,6 +9,7 @@
 use crate::support;
 use crate::support::cli::{CliKind, cli, terraform_with_actions};
 use crate::support::reference::{assert_etcd_snapshot, pools, snapshots, workspace};
+use crate::support::sim::{talos_calls_count, talos_calls_since};
 
 const ACTION: &str = r#"
 variable "snapshot_talosconfig" {
@@ -57,7 +58,22 @@ async fn an_invoked_snapshot_is_taken_encrypted_and_changes_nothing() {
             ];
             ws.terraform_of(terraform, &args.concat())
         };
+        let since = talos_calls_count(&sim);
         let out = invoke(&[]).expect_success("invoke");
+        // From hct-sim's log: one snapshot, and nothing that changes a node
+        // (the apply around the action refreshes, which only reads).
+        let changing = [
+            "ApplyConfiguration",
+            "Bootstrap",
+            "EtcdRecover",
+            "Reboot",
+            "Reset",
+            "Upgrade",
+        ];
+        let sent = talos_calls_since(&sim, since, &changing);
+        assert!(sent.is_empty(), "{sent:?}");
+        let taken = talos_calls_since(&sim, since, &["EtcdSnapshot"]);
+        assert_eq!(taken.len(), 1, "{taken:?}");
         eprintln!("{}", out.stdout);
         let words = out.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
@@ -106,6 +122,7 @@ async fn an_invoked_snapshot_is_taken_encrypted_and_changes_nothing() {
         );
 
         // A talosconfig that is not one is named where it is set.
+        let since = talos_calls_count(&sim);
         let out = invoke(&["-var", "snapshot_talosconfig=context: nothing"])
             .expect_failure("a talosconfig that is none");
         assert!(
@@ -114,6 +131,9 @@ async fn an_invoked_snapshot_is_taken_encrypted_and_changes_nothing() {
             out.stderr
         );
         assert_eq!(snapshots(&ws).len(), 1);
+        // From hct-sim's log: no snapshot asked for, nothing sent.
+        let asked = talos_calls_since(&sim, since, &[&changing[..], &["EtcdSnapshot"]].concat());
+        assert!(asked.is_empty(), "{asked:?}");
 
         // The cluster's talosconfig with another cluster's CA: every
         // control plane answers with a certificate it does not sign, so
@@ -145,6 +165,7 @@ async fn an_invoked_snapshot_is_taken_encrypted_and_changes_nothing() {
             })
             .collect();
         assert_ne!(foreign, talosconfig);
+        let since = talos_calls_count(&sim);
         let out = invoke(&["-var", &format!("snapshot_talosconfig={foreign}")])
             .expect_failure("a talosconfig of another CA");
         let words = out.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -155,5 +176,8 @@ async fn an_invoked_snapshot_is_taken_encrypted_and_changes_nothing() {
             out.stderr
         );
         assert_eq!(snapshots(&ws).len(), 1);
+        // From hct-sim's log: no snapshot asked for, nothing sent.
+        let asked = talos_calls_since(&sim, since, &[&changing[..], &["EtcdSnapshot"]].concat());
+        assert!(asked.is_empty(), "{asked:?}");
     });
 }
