@@ -131,9 +131,28 @@ pub struct Stored {
     pub bytes: u64,
 }
 
+/// Why a snapshot was taken, as its name says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// Before a change that puts a running control plane at risk.
+    PreChange,
+    /// When a person asked (the `hct_etcd_snapshot` action).
+    OnDemand,
+}
+
+impl Why {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::PreChange => "pre-change",
+            Why::OnDemand => "on-demand",
+        }
+    }
+}
+
 /// `<cluster>-<UTC time>-<why>.etcd.age`, e.g.
 /// `demo-20261207T045012Z-pre-change.etcd.age`: sorts by time per cluster.
-pub fn snapshot_name(cluster: &str, at: time::OffsetDateTime, why: &str) -> String {
+pub fn snapshot_name(cluster: &str, at: time::OffsetDateTime, why: Why) -> String {
+    let why = why.as_str();
     let compact: String = utc(at)
         .chars()
         .filter(|c| !matches!(c, '-' | ':'))

@@ -81,7 +81,7 @@ fn recipients_are_age_x25519_ones() {
 fn names_sort_by_time_and_say_why() {
     let at = time::OffsetDateTime::from_unix_timestamp(1_796_619_012).unwrap();
     assert_eq!(
-        snapshot_name("demo", at, "pre-change"),
+        snapshot_name("demo", at, Why::PreChange),
         "demo-20261207T045012Z-pre-change.etcd.age"
     );
 }

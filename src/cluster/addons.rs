@@ -68,32 +68,35 @@ pub fn shadowed_names(cluster: &str, plan: &NetworkPlan) -> Vec<String> {
         .collect();
     names
         .iter()
-        .filter(|long| {
-            names
-                .iter()
-                .any(|short| short.len() < long.len() && long.starts_with(short.as_str()))
-        })
+        .filter(|long| shadowed(long, &names))
         .cloned()
         .collect()
+}
+
+/// Whether another of `names` is the beginning of `name`.
+fn shadowed(name: &str, names: &[String]) -> bool {
+    names
+        .iter()
+        .any(|short| short.len() < name.len() && name.starts_with(short.as_str()))
 }
 
 /// `^(?:a|b|…)$` over the node names the approver may approve: every
 /// planned one but the shadowed (they are `[a-z0-9-]`, nothing to escape),
 /// as Go's regexp and the approver read it.
-fn names_regex(cluster: &str, plan: &NetworkPlan) -> String {
-    let shadowed = shadowed_names(cluster, plan);
-    let names: Vec<String> = node_names(cluster, plan)
-        .into_iter()
-        .map(|(n, _)| n)
-        .filter(|n| !shadowed.contains(n))
+fn names_regex(names: &[String]) -> String {
+    let allowed: Vec<&str> = names
+        .iter()
+        .filter(|n| !shadowed(n, names))
+        .map(String::as_str)
         .collect();
-    format!("^(?:{})$", names.join("|"))
+    format!("^(?:{})$", allowed.join("|"))
 }
 
 /// The approver's objects: ServiceAccount, ClusterRole, ClusterRoleBinding,
 /// Deployment.
 pub fn approver_objects(cluster: &str, plan: &NetworkPlan) -> Vec<Value> {
     let nodes = node_names(cluster, plan);
+    let names: Vec<String> = nodes.iter().map(|(n, _)| n.clone()).collect();
     let prefixes: Vec<String> = nodes.iter().map(|(_, ip)| format!("{ip}/32")).collect();
     let labels = json!({"app.kubernetes.io/name": APPROVER});
     let env = |name: &str, value: String| json!({"name": name, "value": value});
@@ -146,7 +149,7 @@ pub fn approver_objects(cluster: &str, plan: &NetworkPlan) -> Vec<Value> {
                             // No metrics or health listeners on the host.
                             "args": ["-metrics-bind-address=0", "-health-probe-bind-address=0"],
                             "env": [
-                                env("PROVIDER_REGEX", names_regex(cluster, plan)),
+                                env("PROVIDER_REGEX", names_regex(&names)),
                                 env("PROVIDER_IP_PREFIXES", prefixes.join(",")),
                                 env("ALLOWED_DNS_NAMES", "1".into()),
                                 // Hetzner's private network has no DNS for

@@ -13,7 +13,7 @@ use tracing::info;
 use super::ClusterError;
 use super::wait::{self, Deadline, Retry};
 use crate::backup::{
-    self, BackupError, Destination, Recipients, SnapshotFacts, SnapshotFile, Stored,
+    self, BackupError, Destination, Recipients, SnapshotFacts, SnapshotFile, Stored, Why,
 };
 use crate::net::Proxy;
 use crate::talos::api::{NodeAddress, TalosClient, TalosError, Trust};
@@ -39,7 +39,7 @@ pub async fn on_demand(
     recipients: &Recipients,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<String, ClusterError> {
-    take_and_keep(source, destination, recipients, "on-demand", progress).await
+    take_and_keep(source, destination, recipients, Why::OnDemand, progress).await
 }
 
 /// Takes the snapshot (named for `why`) and keeps it; where it was kept:
@@ -48,7 +48,7 @@ pub async fn take_and_keep(
     source: &Source<'_>,
     destination: &Destination,
     recipients: &Recipients,
-    why: &str,
+    why: Why,
     progress: &(dyn Fn(String) + Sync),
 ) -> Result<String, ClusterError> {
     let deadline = source.deadline;

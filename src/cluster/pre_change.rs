@@ -19,6 +19,7 @@ use super::ClusterError;
 use super::etcd_snapshot::{Source, take_and_keep};
 use super::group::{Group, SnapshotRule};
 use super::record::{IMPORTED, NodeRecord};
+use crate::backup::Why;
 
 /// A control plane as the change will leave it: `sha256` None while the
 /// plan cannot know its config yet.
@@ -164,7 +165,7 @@ pub async fn before_change(group: &Group<'_>, reasons: &[String]) -> Result<(), 
         trust: group.trust,
         deadline: group.deadline,
     };
-    let kept = take_and_keep(&source, destination, recipients, "pre-change", &|_| ()).await?;
+    let kept = take_and_keep(&source, destination, recipients, Why::PreChange, &|_| ()).await?;
     let _ = group.snapshots.taken.set(kept);
     Ok(())
 }

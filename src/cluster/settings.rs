@@ -216,7 +216,7 @@ impl Keys {
     pub fn fingerprint(&self) -> String {
         match self {
             Keys::Cluster(secrets) => secrets_fingerprint(secrets),
-            Keys::Pool { join, .. } => fingerprint_of(join.os_ca_certificate()),
+            Keys::Pool { join, .. } => os_ca_fingerprint(join.os_ca_certificate()),
         }
     }
 }
@@ -231,11 +231,11 @@ pub fn api_trust(secrets: &Secrets) -> Result<Trust, ClusterError> {
 /// Names the secrets in server labels: 16 hex digits of the SHA-256 of
 /// the OS CA certificate (public, so safe in a label).
 pub fn secrets_fingerprint(secrets: &Secrets) -> String {
-    fingerprint_of(secrets.os_ca().certificate_pem())
+    os_ca_fingerprint(secrets.os_ca().certificate_pem())
 }
 
 /// 16 hex digits of the SHA-256 of an OS CA certificate (PEM).
-pub fn fingerprint_of(os_ca_certificate: &str) -> String {
+pub fn os_ca_fingerprint(os_ca_certificate: &str) -> String {
     let digest = Sha256::digest(os_ca_certificate.as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::backup::{BucketConfig, Destination, Recipients};
+use crate::backup::{BucketConfig, Destination, Recipients, Why};
 use crate::resources::s3_bucket::{self, Keys};
 use crate::resources::values::string_list;
 use crate::tf::{AttrPath, Attribute, Diagnostic, Diagnostics, Mode, Nesting, Type, Value};
@@ -14,9 +14,9 @@ pub const ATTRIBUTE: &str = "etcd_backup";
 const BUCKET: &str = s3_bucket::ATTRIBUTE;
 
 /// The attribute, `mode` (the `hct_etcd_snapshot` action's is required),
-/// its bucket's keys taken as `keys`, for snapshots named `why`
-/// (`pre-change`, `on-demand`).
-pub fn attribute(mode: Mode, keys: Keys, why: &str) -> Attribute {
+/// its bucket's keys taken as `keys`, for snapshots taken for `why`.
+pub fn attribute(mode: Mode, keys: Keys, why: Why) -> Attribute {
+    let why = why.as_str();
     Attribute::nested(
         ATTRIBUTE,
         mode,

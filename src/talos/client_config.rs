@@ -89,14 +89,10 @@ impl fmt::Debug for ClientConfig {
 /// writes them) expires; None if the text holds none.
 pub fn client_certificate_expiry(config: &str) -> Option<SystemTime> {
     let document = yaml::parse_documents(config).ok()?.into_iter().next()?;
-    let encoded = match document.get("contexts") {
-        // talosconfig: contexts is a map, the current one named by `context`.
-        Some(serde_json::Value::Object(contexts)) => {
-            let current = document.get("context")?.as_str()?;
-            contexts.get(current)?.get("crt")?
-        }
+    let encoded = match talos_context(&document) {
+        Some((_, context)) => context.get("crt")?,
         // kubeconfig: the first user's certificate.
-        _ => document
+        None => document
             .get("users")?
             .get(0)?
             .get("user")?
@@ -121,8 +117,8 @@ pub struct TalosconfigAccess {
 /// that is not base64).
 pub fn talosconfig_access(config: &str) -> Option<TalosconfigAccess> {
     let document = yaml::parse_documents(config).ok()?.into_iter().next()?;
-    let cluster = document.get("context")?.as_str()?.to_string();
-    let context = document.get("contexts")?.get(&cluster)?;
+    let (cluster, context) = talos_context(&document)?;
+    let cluster = cluster.to_string();
     let nodes = context
         .get("nodes")?
         .as_array()?
@@ -142,6 +138,14 @@ pub fn talosconfig_access(config: &str) -> Option<TalosconfigAccess> {
             key: pem("key")?,
         },
     })
+}
+
+/// A talosconfig's current context: its name and its map (contexts is a
+/// map there, the current one named by `context`); None for a kubeconfig.
+fn talos_context(document: &serde_json::Value) -> Option<(&str, &serde_json::Value)> {
+    let contexts = document.get("contexts")?.as_object()?;
+    let current = document.get("context")?.as_str()?;
+    Some((current, contexts.get(current)?))
 }
 
 /// Whether a client config should be issued again: its certificate expires

@@ -9,7 +9,7 @@
 use tokio_util::sync::CancellationToken;
 
 use super::NODES;
-use crate::backup::BucketConfig;
+use crate::backup::{BucketConfig, Why};
 use crate::cluster::NodeRecord;
 use crate::cluster::group::{SnapshotLog, SnapshotRule};
 use crate::cluster::pre_change::{self, Planned, Risk};
@@ -28,7 +28,7 @@ const BUCKET: &str = s3_bucket::ATTRIBUTE;
 
 pub fn attributes() -> Vec<Attribute> {
     vec![
-        snapshot_destination::attribute(Mode::Optional, Keys::WriteOnly, "pre-change"),
+        snapshot_destination::attribute(Mode::Optional, Keys::WriteOnly, Why::PreChange),
         Attribute::optional(SKIP, Type::Bool).description(
             "`true`: make risky changes of the control plane without an etcd snapshot first \
              (logged as a warning). Default false.",

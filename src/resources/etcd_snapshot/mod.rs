@@ -17,10 +17,10 @@ use async_trait::async_trait;
 
 use super::s3_bucket::Keys;
 use super::snapshot_destination;
-use crate::backup::{Destination, Recipients};
+use crate::backup::{Destination, Recipients, Why};
 use crate::cluster::ClusterError;
 use crate::cluster::etcd_snapshot::{self, Source};
-use crate::cluster::settings::fingerprint_of;
+use crate::cluster::settings::os_ca_fingerprint;
 use crate::cluster::wait::Deadline;
 use crate::provider::{Action, Context, Progress};
 use crate::talos::api::{TalosError, Trust};
@@ -54,7 +54,7 @@ fn schema() -> Schema {
             ),
     )
     .attribute(
-        snapshot_destination::attribute(Mode::Required, Keys::Action, "on-demand").description(
+        snapshot_destination::attribute(Mode::Required, Keys::Action, Why::OnDemand).description(
             "Where the snapshot goes and to whom it is encrypted, as `hct_cluster`'s \
                  `etcd_backup` (a `local_directory`, relative to the directory Terraform runs \
                  in, or a `bucket`).",
@@ -146,7 +146,7 @@ impl Action for EtcdSnapshotAction {
             Err(d) => return d.into(),
         };
         let credentials = input.access.credentials;
-        let secrets_fingerprint = fingerprint_of(&credentials.ca);
+        let secrets_fingerprint = os_ca_fingerprint(&credentials.ca);
         let trust = Trust::Admin(credentials.into());
         let deadline = Deadline::new(input.timeout, ctx.cancel.clone(), ctx.pace());
         let source = Source {

@@ -34,7 +34,7 @@ fn the_talosconfig_gives_the_cluster_its_control_planes_and_the_admin() {
         secrets.os_ca().certificate_pem()
     );
     assert_eq!(
-        fingerprint_of(&input.access.credentials.ca),
+        os_ca_fingerprint(&input.access.credentials.ca),
         crate::cluster::settings::secrets_fingerprint(&secrets)
     );
     assert_eq!(input.timeout, DEFAULT_TIMEOUT);
