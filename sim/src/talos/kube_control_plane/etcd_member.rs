@@ -65,8 +65,9 @@ impl MemberFiles {
         std::fs::read_dir(&self.data).is_ok_and(|mut d| d.next().is_some())
     }
 
-    /// etcd's arguments: `initial_cluster` and whether it is `new` or
-    /// `existing` count only while the data directory is empty.
+    /// etcd's arguments (Talos' own, but for the timing below):
+    /// `initial_cluster` and whether it is `new` or `existing` count only
+    /// while the data directory is empty.
     pub fn args(&self, initial_cluster: &str, state: &str) -> Vec<String> {
         let client = format!("http://{}", self.client());
         let peer = self.peer_url();
@@ -79,6 +80,12 @@ impl MemberFiles {
             format!("--initial-advertise-peer-urls={peer}"),
             format!("--initial-cluster={initial_cluster}"),
             format!("--initial-cluster-state={state}"),
+            // Dozens of members share two cores in a test run: a heartbeat
+            // late past etcd's 1 s default election timeout would start
+            // elections no node would see. Slower to notice a stopped
+            // leader (2.5 s), never more forgiving.
+            "--heartbeat-interval=250".into(),
+            "--election-timeout=2500".into(),
             "--log-level=warn".into(),
         ]
     }

@@ -10,8 +10,9 @@
 //!   it cannot take (no quorum, too few members started);
 //! - a member the emulation lists no more is removed through a running
 //!   member (itself included, as a node leaving does), then stopped and
-//!   its data deleted; etcd refuses that without a quorum too, and it is
-//!   tried again each pass;
+//!   its data deleted; etcd refuses that without a healthy quorum too
+//!   (as it refuses a node's leave), and it is tried again each pass, the
+//!   member running meanwhile;
 //! - a member whose node's etcd does not run (node down, etcd failed) is
 //!   stopped and keeps its data: it comes back as itself.
 //!
@@ -136,8 +137,11 @@ impl EtcdRing {
                 problems.push(format!("removing member {name}: {e}"));
             }
         }
+        // A member still to be removed keeps running, as a node leaving
+        // etcd does until etcd lets it go: stopping it first could take
+        // the quorum its removal needs.
         self.running
-            .retain(|name, _| wanted.iter().any(|w| w.up && w.name == *name));
+            .retain(|name, _| wanted.iter().find(|w| w.name == *name).is_none_or(|w| w.up));
         self.aim_front();
         for member in wanted.iter().filter(|w| w.up) {
             if self.running.contains_key(&member.name) {
