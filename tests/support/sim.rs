@@ -294,16 +294,14 @@ pub fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
     assert_real_etcd_follows(sim, after);
 }
 
-/// On hct-sim's real control plane (none runs: nothing to check): every
+/// On hct-sim's real control plane (unless `HCT_SIM_KUBERNETES=emulated`;
+/// a failed ring fails it): every
 /// ready ring's real etcd lists, by name (`<hostname>-<member id, hex>`),
 /// the very members the emulation lists for that ring, within a couple of
 /// minutes. What the emulation says of membership is then what etcd
 /// itself took.
 pub fn assert_real_etcd_follows(sim: &SimHandle, after: &str) {
-    if sim.state_json()["kubernetes"]
-        .as_object()
-        .is_none_or(|rings| rings.is_empty())
-    {
+    if !real_kubernetes_wanted() {
         return;
     }
     crate::support::eventually(
@@ -312,6 +310,9 @@ pub fn assert_real_etcd_follows(sim: &SimHandle, after: &str) {
             let state = sim.state_json();
             let mut compared = Vec::new();
             for (store, ring) in state["kubernetes"].as_object().unwrap() {
+                if ring["status"] == "failed" {
+                    return Err(vec![ring.clone()]);
+                }
                 if ring["status"] != "ready" {
                     continue;
                 }

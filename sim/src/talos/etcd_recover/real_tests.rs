@@ -26,15 +26,7 @@ use crate::talos::kube_control_plane::process::Component;
 use crate::talos::kube_control_plane::restore::{self, RestoreError};
 use crate::talos::kube_control_plane::start;
 use crate::talos::kube_control_plane::{KubeBinaries, Status, spec};
-use crate::talos::testing::{Lab, cluster, control_plane};
-
-/// A line of `HCT_PEERS_ENV`'s file.
-fn peer(key: &str) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(std::env::var_os("HCT_PEERS_ENV")?).ok()?;
-    let prefix = format!("{key}=");
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix(&prefix).map(PathBuf::from))
-}
+use crate::talos::testing::{Lab, cluster, control_plane, peer};
 
 /// A control plane of a new cluster whose Kubernetes release is the real
 /// components', bootstrapped from `snapshot` (hash checked) and founded,

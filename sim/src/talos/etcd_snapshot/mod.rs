@@ -46,7 +46,7 @@ pub const HASH_LEN: usize = 32;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     /// The node's member of the ring's real etcd: the ring's store id in
-    /// the registry and the member's name (`etcd_ring::member_name`).
+    /// the registry and the member's name (`etcd_member::member_name`).
     Real { store: String, member: String },
     /// The emulated ring's stand-in, whole (body and hash).
     Emulated(Vec<u8>),
@@ -123,7 +123,7 @@ pub fn source(
 }
 
 /// The snapshot from `source`: an emulated one as it is, a real one
-/// fetched from the ring's etcd and checked.
+/// fetched from the node's own member of the ring's real etcd and checked.
 pub async fn take(registry: &Registry, source: Source) -> Result<Vec<u8>, SnapshotError> {
     match source {
         Source::Emulated(bytes) => Ok(bytes),

@@ -220,15 +220,6 @@ async fn the_service_streams_it_in_talos_chunks_and_proxies() {
     assert_eq!(logged, ["EtcdSnapshot"; 3], "each call is logged");
 }
 
-/// The `ETCD=` binary `HCT_PEERS_ENV` names (`scripts/ensure-peers`).
-fn real_etcd() -> Option<std::path::PathBuf> {
-    let file = std::env::var_os("HCT_PEERS_ENV")?;
-    let text = std::fs::read_to_string(file).ok()?;
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("ETCD="))
-        .map(std::path::PathBuf::from)
-}
-
 /// bbolt's magic, in each meta page (at byte 16 of page 0, little-endian).
 const BBOLT_MAGIC: u32 = 0xED0C_DAED;
 
@@ -238,7 +229,7 @@ async fn a_real_etcd_snapshot_is_a_bbolt_database_and_its_hash() {
     use crate::talos::kube_control_plane::files::Layout;
     use crate::talos::kube_control_plane::process::Component;
 
-    let Some(binary) = real_etcd() else {
+    let Some(binary) = crate::talos::testing::peer("ETCD") else {
         eprintln!("SKIPPED: no real etcd (set HCT_PEERS_ENV to scripts/ensure-peers' output)");
         return;
     };

@@ -43,10 +43,10 @@ pub enum EtcdApiError {
     },
 }
 
-/// A member as etcd lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// A member as etcd lists it (and `/_sim/state` shows it, but its ID).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub struct Member {
-    #[serde(rename = "ID", deserialize_with = "decimal")]
+    #[serde(rename = "ID", deserialize_with = "decimal", skip_serializing)]
     pub id: u64,
     /// Empty until the member has started.
     #[serde(default)]

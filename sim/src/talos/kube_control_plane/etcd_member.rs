@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::files::Layout;
-use super::process::free_ports;
+use super::process::{self, free_ports};
 
 /// The name of the real member standing for emulated member `id` of node
 /// `hostname` (a node that joins again is a new member).
@@ -24,9 +24,20 @@ pub struct Ports {
 }
 
 impl Ports {
+    /// Free ports, reserved for the member until it is removed.
     pub fn free() -> std::io::Result<Self> {
         let [client, peer] = free_ports()?;
-        Ok(Self { client, peer })
+        let ports = Self { client, peer };
+        ports.reserve();
+        Ok(ports)
+    }
+
+    pub fn reserve(&self) {
+        process::reserve(&[self.client, self.peer]);
+    }
+
+    pub fn release(&self) {
+        process::release(&[self.client, self.peer]);
     }
 }
 

@@ -23,7 +23,7 @@
 //! started again after the ring restarts keep the peer URLs etcd knows
 //! them by.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -43,6 +43,13 @@ use crate::app::AppState;
 pub enum RingError {
     #[error(transparent)]
     Process(#[from] ProcessError),
+    #[error("etcd member {member}: {source}")]
+    MemberExited {
+        member: String,
+        source: ProcessError,
+    },
+    #[error("cannot read etcd's member ports from {path}: {why}")]
+    Unreadable { path: PathBuf, why: String },
     #[error(transparent)]
     Restore(#[from] RestoreError),
     #[error("no free loopback port for etcd: {0}")]
@@ -76,6 +83,8 @@ pub struct EtcdRing {
     /// Every member this ring started or added, by name (kept on disk).
     ports: BTreeMap<String, Ports>,
     running: BTreeMap<String, Component>,
+    /// The members the emulation listed at the last reconcile.
+    listed: BTreeSet<String>,
     front: Front,
 }
 
@@ -83,27 +92,56 @@ impl EtcdRing {
     /// The ring of `layout`'s directory, with the members it had.
     pub fn open(binary: &Path, layout: &Layout) -> Result<Self, RingError> {
         let path = layout.path("etcd/members.json");
-        let ports = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
-            Err(_) => BTreeMap::new(),
+        let ports: BTreeMap<String, Ports> = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RingError::Unreadable {
+                path: path.clone(),
+                why: e.to_string(),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => {
+                return Err(RingError::Unreadable {
+                    path,
+                    why: e.to_string(),
+                });
+            }
         };
+        ports.values().for_each(Ports::reserve);
         Ok(Self {
             binary: binary.to_path_buf(),
             layout: layout.clone(),
             ports,
             running: BTreeMap::new(),
+            listed: BTreeSet::new(),
             front: Front::bind()?,
         })
     }
 
-    /// Where kube-apiserver and snapshots reach the ring.
+    /// Where kube-apiserver reaches the ring.
     pub fn front(&self) -> SocketAddr {
         self.front.addr
     }
 
-    /// Err when a member's process ended on its own.
-    pub fn check(&mut self) -> Result<(), ProcessError> {
-        self.running.values_mut().try_for_each(Component::check)
+    /// Err when the process of a member the emulation lists ended on its
+    /// own. One that is leaving may: etcd stops a member once its removal
+    /// commits, which can come after its MemberRemove call gave up.
+    pub fn check(&mut self) -> Result<(), RingError> {
+        let mut left = Vec::new();
+        for (name, process) in &mut self.running {
+            if let Err(source) = process.check() {
+                if self.listed.contains(name) {
+                    return Err(RingError::MemberExited {
+                        member: name.clone(),
+                        source,
+                    });
+                }
+                left.push(name.clone());
+            }
+        }
+        for name in left {
+            self.running.remove(&name);
+        }
+        self.aim_front();
+        Ok(())
     }
 
     /// Whether the ring answers through its front (it has a quorum).
@@ -126,6 +164,7 @@ impl EtcdRing {
         restorer: Option<&Restorer<'_>>,
     ) -> Result<Vec<String>, RingError> {
         let mut problems = Vec::new();
+        self.listed = wanted.iter().map(|w| w.name.clone()).collect();
         let gone: Vec<String> = self
             .ports
             .keys()
@@ -181,7 +220,9 @@ impl EtcdRing {
         }
         self.running.remove(name);
         let _ = std::fs::remove_dir_all(self.files(name, self.ports[name]).data);
-        self.ports.remove(name);
+        if let Some(ports) = self.ports.remove(name) {
+            ports.release();
+        }
         let _ = self.save();
         self.aim_front();
         Ok(())
@@ -207,12 +248,12 @@ impl EtcdRing {
             None => Ports::free()?,
         };
         let member = self.files(name, ports);
+        self.ports.insert(name.to_string(), ports);
+        self.save()?;
         if member.has_data() {
             self.spawn(&member, &member.alone(), "existing")?;
             return Ok(None);
         }
-        self.ports.insert(name.to_string(), ports);
-        self.save()?;
         if founding {
             if let Some(r) = restorer {
                 restore::if_pending(r.sim, r.binaries, r.store, &self.layout, &member).await?;
@@ -341,10 +382,22 @@ impl Drop for Front {
     }
 }
 
+/// Passes each connection on until aborted; the connections end with it.
 async fn pass_on(listener: TcpListener, targets: Arc<Mutex<Vec<SocketAddr>>>) {
-    while let Ok((mut client, _)) = listener.accept().await {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let (mut client, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors for a moment, say: not for good.
+                tracing::warn!("etcd front: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        while connections.try_join_next().is_some() {}
         let targets = targets.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             for target in targets {
                 if let Ok(mut member) = TcpStream::connect(target).await {
                     let _ = tokio::io::copy_bidirectional(&mut client, &mut member).await;

@@ -11,12 +11,6 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use super::*;
 use crate::talos::etcd_snapshot::gateway;
 
-fn real_etcd() -> Option<PathBuf> {
-    let text = std::fs::read_to_string(std::env::var_os("HCT_PEERS_ENV")?).ok()?;
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("ETCD=").map(PathBuf::from))
-}
-
 fn wanted(members: &[(&str, bool)]) -> Vec<Wanted> {
     members
         .iter()
@@ -101,7 +95,7 @@ fn all_of(names: &[&str]) -> impl Fn(&[String]) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_join_leave_and_stop_as_etcd_allows() {
-    let Some(binary) = real_etcd() else {
+    let Some(binary) = crate::talos::testing::peer("ETCD") else {
         eprintln!("SKIPPED: no real etcd (set HCT_PEERS_ENV to scripts/ensure-peers' output)");
         return;
     };
@@ -122,6 +116,7 @@ async fn members_join_leave_and_stop_as_etcd_allows() {
     // the quorum.
     let c_down = [("a", true), ("b", true), ("c", false)];
     settle(&mut ring, &c_down, all_of(&["a", "b", "c"])).await;
+    assert!(!ring.running.contains_key("c"), "c's process is stopped");
     assert!(healthy_within(&ring, Duration::from_secs(30)).await);
     put(&ring, "k", "v2").await;
 

@@ -154,7 +154,8 @@ pub enum Status {
 pub struct Endpoints {
     /// kube-apiserver (HTTPS).
     pub api: SocketAddr,
-    /// etcd's client URL (plaintext: gRPC and its JSON gateway).
+    /// The ring's etcd front (plaintext gRPC and its JSON gateway), which
+    /// passes each connection to a running member (`etcd_ring`).
     pub etcd: SocketAddr,
 }
 
@@ -168,18 +169,7 @@ pub struct Registry(std::sync::Mutex<BTreeMap<String, Ring>>);
 struct Ring {
     status: Status,
     nodes: Vec<NodeView>,
-    etcd_members: Vec<EtcdMemberView>,
-}
-
-/// What `/_sim/state` shows of a real etcd member.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct EtcdMemberView {
-    /// `<hostname>-<emulated member id, hex>`; empty while not started.
-    pub name: String,
-    #[serde(rename = "peerURLs")]
-    pub peer_urls: Vec<String>,
-    #[serde(rename = "clientURLs")]
-    pub client_urls: Vec<String>,
+    etcd_members: Vec<etcd_api::Member>,
 }
 
 /// What `/_sim/state` shows of a Node in a real API server.
@@ -230,14 +220,7 @@ impl Registry {
     /// The ring's etcd members, unless it was removed meanwhile.
     pub fn set_etcd_members(&self, store: &str, members: &[etcd_api::Member]) {
         if let Some(entry) = self.lock().get_mut(store) {
-            entry.etcd_members = members
-                .iter()
-                .map(|m| EtcdMemberView {
-                    name: m.name.clone(),
-                    peer_urls: m.peer_urls.clone(),
-                    client_urls: m.client_urls.clone(),
-                })
-                .collect();
+            entry.etcd_members = members.to_vec();
         }
     }
 
