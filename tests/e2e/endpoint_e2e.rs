@@ -522,6 +522,7 @@ async fn one_control_plane_grows_to_three_and_back_to_one() {
             .expect_success(&format!("apply with {count} control planes"));
         let running = vec![true; count];
         assert_eq!(etcd_members(&sim), members(&running));
+        support::sim::assert_real_etcd_follows(&sim, &format!("going to {count}"));
         assert_settled(&sim, &ws, &format!("going to {count} control planes"));
     };
     tokio::task::block_in_place(|| {

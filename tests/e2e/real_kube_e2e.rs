@@ -63,6 +63,9 @@ async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
             let ready = ready.len() == 9 && ready.iter().all(|(_, r)| r == "True");
             ready.then_some(nodes.clone()).ok_or(nodes)
         });
+        // One real etcd member per control plane, as the emulation lists
+        // them.
+        support::sim::assert_real_etcd_follows(&sim, "the apply");
         let items = nodes["items"].as_array().unwrap();
         let pods: Ipv4Net = plan["pod_cidr"].as_str().unwrap().parse().unwrap();
         let mask = plan["pod_cidr_mask_size"].as_u64().unwrap() as u8;

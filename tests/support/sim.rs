@@ -278,7 +278,9 @@ pub fn etcd_rings(sim: &SimHandle) -> BTreeMap<u64, Vec<(String, bool)>> {
     rings
 }
 
-/// One etcd, of the reference cluster's three control planes, all up.
+/// One etcd, of the reference cluster's three control planes, all up;
+/// on hct-sim's real control plane, the real etcd's members are those
+/// three too (`assert_real_etcd_follows`).
 pub fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
     let rings = etcd_rings(sim);
     let expected: Vec<(String, bool)> = (1..=3)
@@ -288,5 +290,65 @@ pub fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
         rings.into_values().collect::<Vec<_>>(),
         vec![expected],
         "one etcd of the three control planes, all up, after {after}"
+    );
+    assert_real_etcd_follows(sim, after);
+}
+
+/// On hct-sim's real control plane (unless `HCT_SIM_KUBERNETES=emulated`;
+/// a failed ring fails it): every
+/// ready ring's real etcd lists, by name (`<hostname>-<member id, hex>`),
+/// the very members the emulation lists for that ring, within a couple of
+/// minutes. What the emulation says of membership is then what etcd
+/// itself took.
+pub fn assert_real_etcd_follows(sim: &SimHandle, after: &str) {
+    if !real_kubernetes_wanted() {
+        return;
+    }
+    crate::support::eventually(
+        &format!("the real etcd's members are the emulation's after {after}"),
+        || {
+            let state = sim.state_json();
+            let mut compared = Vec::new();
+            for (store, ring) in state["kubernetes"].as_object().unwrap() {
+                if ring["status"] == "failed" {
+                    return Err(vec![ring.clone()]);
+                }
+                if ring["status"] != "ready" {
+                    continue;
+                }
+                let (cluster, number) = store.rsplit_once('/').unwrap();
+                let number = u64::from_str_radix(number, 16).unwrap();
+                let mut emulated: Vec<String> = state["etcd"][cluster]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| m["ring"] == number)
+                    .map(|m| {
+                        format!(
+                            "{}-{:x}",
+                            m["hostname"].as_str().unwrap(),
+                            m["id"].as_u64().unwrap()
+                        )
+                    })
+                    .collect();
+                emulated.sort();
+                let mut real: Vec<String> = ring["etcd_members"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| m["name"].as_str().unwrap_or_default().to_string())
+                    .collect();
+                real.sort();
+                compared
+                    .push(serde_json::json!({"ring": store, "emulated": emulated, "real": real}));
+                if emulated != real {
+                    return Err(compared);
+                }
+            }
+            if compared.is_empty() {
+                return Err(vec![state["kubernetes"].clone()]);
+            }
+            Ok(())
+        },
     );
 }

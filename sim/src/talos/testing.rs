@@ -15,6 +15,15 @@ use crate::state::{World, WorldConfig};
 
 pub const GATEWAY: &str = "10.0.0.1";
 
+/// A binary `HCT_PEERS_ENV` names (a `KEY=path` line of
+/// `scripts/ensure-peers`' output: `ETCD`, `ETCDUTL`), if set.
+pub fn peer(key: &str) -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string(std::env::var_os("HCT_PEERS_ENV")?).ok()?;
+    let prefix = format!("{key}=");
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(&prefix).map(std::path::PathBuf::from))
+}
+
 pub struct Lab {
     pub world: World,
     pub now: Timestamp,

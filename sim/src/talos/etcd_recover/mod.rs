@@ -27,8 +27,8 @@
 //!   missing, as on every Bootstrap (restored objects stay as they were). A
 //!   ring with real components takes a real snapshot (a bbolt database and
 //!   its SHA-256; its hash is checked here as etcdutl checks it), restored
-//!   with `etcdutl snapshot restore` before its real etcd first starts
-//!   (`kube_control_plane::restore`).
+//!   with `etcdutl snapshot restore` before its founder's real etcd member
+//!   first starts (`kube_control_plane::restore`).
 
 pub mod api;
 pub mod disk;

@@ -20,20 +20,13 @@ use crate::ids::Id;
 use crate::talos::etcd_snapshot::{gateway, sealed, verified};
 use crate::talos::kube_api;
 use crate::talos::kube_api::version::KubernetesVersion;
+use crate::talos::kube_control_plane::etcd_member::{MemberFiles, Ports};
 use crate::talos::kube_control_plane::files::Layout;
 use crate::talos::kube_control_plane::process::Component;
 use crate::talos::kube_control_plane::restore::{self, RestoreError};
-use crate::talos::kube_control_plane::start::{self, etcd_args, free_ports};
+use crate::talos::kube_control_plane::start;
 use crate::talos::kube_control_plane::{KubeBinaries, Status, spec};
-use crate::talos::testing::{Lab, cluster, control_plane};
-
-/// A line of `HCT_PEERS_ENV`'s file.
-fn peer(key: &str) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(std::env::var_os("HCT_PEERS_ENV")?).ok()?;
-    let prefix = format!("{key}=");
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix(&prefix).map(PathBuf::from))
-}
+use crate::talos::testing::{Lab, cluster, control_plane, peer};
 
 /// A control plane of a new cluster whose Kubernetes release is the real
 /// components', bootstrapped from `snapshot` (hash checked) and founded,
@@ -127,18 +120,21 @@ async fn healthy(http: &reqwest::Client, addr: SocketAddr, etcd: &mut Component)
     }
 }
 
-/// Starts a real etcd on the layout's data directory; its client address.
-async fn start_etcd(binary: &std::path::Path, layout: &Layout) -> (Component, SocketAddr) {
+/// Starts `member`, a real etcd, alone; its client address.
+async fn start_etcd(
+    binary: &std::path::Path,
+    layout: &Layout,
+    member: &MemberFiles,
+) -> (Component, SocketAddr) {
     std::fs::create_dir_all(&layout.dir).unwrap();
-    let [client, peer] = free_ports().unwrap();
     let mut etcd = Component::spawn(
         "etcd",
         binary,
-        &etcd_args(layout, client, peer),
+        &member.args(&member.alone(), "new"),
         &layout.dir,
     )
     .unwrap();
-    let addr = SocketAddr::from(([127, 0, 0, 1], client));
+    let addr = member.client();
     healthy(&gateway::client().unwrap(), addr, &mut etcd).await;
     (etcd, addr)
 }
@@ -155,6 +151,11 @@ async fn range(http: &reqwest::Client, addr: SocketAddr) -> Value {
     serde_json::from_slice(&answer.bytes().await.unwrap()).unwrap()
 }
 
+/// A member of the ring of `layout` at free ports.
+fn member(layout: &Layout) -> MemberFiles {
+    MemberFiles::of(layout, "cp-1-1", Ports::free().unwrap())
+}
+
 const KEY: &str = "hct-sim-recovered-key";
 const VALUE: &str = "hct-sim-recovered-value";
 
@@ -169,7 +170,7 @@ async fn a_real_etcd_comes_back_from_its_snapshot_restored_with_etcdutl() {
     let work = tempfile::tempdir().unwrap();
     let http = gateway::client().unwrap();
     let old = Layout::of(work.path(), "old");
-    let (process, addr) = start_etcd(&etcd, &old).await;
+    let (process, addr) = start_etcd(&etcd, &old, &member(&old)).await;
     let put = format!(
         r#"{{"key":"{}","value":"{}"}}"#,
         BASE64.encode(KEY),
@@ -189,12 +190,12 @@ async fn a_real_etcd_comes_back_from_its_snapshot_restored_with_etcdutl() {
     // its ring's etcd starts: the snapshot then leaves the node's disk.
     let (sim, cp, store, release) = recovered(&snapshot);
     let layout = Layout::of(work.path(), &store);
-    let [_, peer_port] = free_ports().unwrap();
+    let founder = member(&layout);
     let given = binaries(&release, work.path(), Some(etcdutl.clone()));
-    restore::if_pending(&sim, &given, &store, &layout, peer_port)
+    restore::if_pending(&sim, &given, &store, &layout, &founder)
         .await
         .unwrap();
-    assert!(layout.etcd_data().join("member").is_dir());
+    assert!(founder.data.join("member").is_dir());
     let disk = sim.world().servers[&cp]
         .talos
         .as_ref()
@@ -204,7 +205,7 @@ async fn a_real_etcd_comes_back_from_its_snapshot_restored_with_etcdutl() {
         .clone();
     assert_eq!((disk.etcd_snapshot, disk.etcd.recovery), (None, None));
 
-    let (restored, addr) = start_etcd(&etcd, &layout).await;
+    let (restored, addr) = start_etcd(&etcd, &layout, &founder).await;
     let answer = range(&http, addr).await;
     let value = answer["kvs"][0]["value"].as_str().unwrap_or_default();
     assert_eq!(BASE64.decode(value).unwrap(), VALUE.as_bytes(), "{answer}");
@@ -215,16 +216,17 @@ async fn a_real_etcd_comes_back_from_its_snapshot_restored_with_etcdutl() {
     let mut torn = snapshot.clone();
     *torn.last_mut().unwrap() ^= 1;
     let third = Layout::of(work.path(), "torn");
-    let refused = restore::restore(&etcdutl, &torn, &third, peer_port, false)
+    let torn_member = member(&third);
+    let refused = restore::restore(&etcdutl, &torn, &third, &torn_member, false)
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("expected sha256"), "{refused}");
-    assert!(!third.etcd_data().exists());
-    restore::restore(&etcdutl, &torn, &third, peer_port, true)
+    assert!(!torn_member.data.exists());
+    restore::restore(&etcdutl, &torn, &third, &torn_member, true)
         .await
         .unwrap();
     // (Held: a component dropped is killed.)
-    let (_unchecked, addr) = start_etcd(&etcd, &third).await;
+    let (_unchecked, addr) = start_etcd(&etcd, &third, &torn_member).await;
     let answer = range(&http, addr).await;
     assert_eq!(answer["count"], "1", "{answer}");
 }

@@ -9,8 +9,9 @@
 //! client finds nothing to read from). Where the snapshot comes from:
 //!
 //! - a ring (etcd cluster) with a real control plane
-//!   (`kube_control_plane`): its real etcd, over etcd's JSON gateway
-//!   (`gateway`), waiting for a ring that is starting; the hash is checked
+//!   (`kube_control_plane`): the node's own member of its real etcd, over
+//!   etcd's JSON gateway (`gateway`), waiting for a ring that is starting
+//!   and for the member to be listed started; the hash is checked
 //!   (Internal if it does not match). A bbolt database, as on Talos.
 //! - an emulated ring has no etcd database to give, so it gets a stand-in,
 //!   for emulated rings only: the JSON of the ring's emulated Kubernetes
@@ -32,6 +33,7 @@ use super::calls::{self, CallError, NodeRef};
 use super::etcd::etcd_ready;
 use super::kube_api::store::{self, store_id};
 use super::kube_control_plane::Registry;
+use super::kube_control_plane::etcd_member::member_name;
 use super::kube_control_plane::spec::store_of;
 use super::lifecycle;
 use crate::clock::Timestamp;
@@ -43,8 +45,9 @@ pub const HASH_LEN: usize = 32;
 /// Where a node's snapshot comes from, as the world says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// The real etcd of the ring: its store id in the registry.
-    Real(String),
+    /// The node's member of the ring's real etcd: the ring's store id in
+    /// the registry and the member's name (`etcd_member::member_name`).
+    Real { store: String, member: String },
     /// The emulated ring's stand-in, whole (body and hash).
     Emulated(Vec<u8>),
 }
@@ -57,6 +60,8 @@ pub enum SnapshotError {
     EtcdDown(String),
     #[error("failed reading etcd snapshot: the real etcd of {0} does not serve")]
     RealDown(String),
+    #[error("failed reading etcd snapshot: the node's etcd member {0} is not started")]
+    MemberDown(String),
     #[error("failed reading etcd snapshot: {0}")]
     Gateway(#[from] GatewayError),
     #[error(
@@ -71,7 +76,7 @@ impl SnapshotError {
     pub fn code(&self) -> Code {
         match self {
             Self::Call(e) => e.code(),
-            Self::EtcdDown(_) | Self::RealDown(_) => Code::Unavailable,
+            Self::EtcdDown(_) | Self::RealDown(_) | Self::MemberDown(_) => Code::Unavailable,
             Self::Gateway(e) => e.code(),
             Self::BadHash(_) | Self::Encode(_) => Code::Internal,
         }
@@ -93,16 +98,19 @@ pub fn source(
         return Err(CallError::ControlPlaneOnly("etcd snapshot").into());
     }
     etcd_ready(world, server, &talos.node, &config).map_err(SnapshotError::EtcdDown)?;
-    let ring = talos
+    let member = talos
         .node
         .disk
         .etcd
         .member
         .as_ref()
-        .ok_or(CallError::EtcdNotRunning)?
-        .ring;
+        .ok_or(CallError::EtcdNotRunning)?;
+    let ring = member.ring;
     if let Some(store) = release.and_then(|r| store_of(server, r)) {
-        return Ok(Source::Real(store));
+        return Ok(Source::Real {
+            store,
+            member: member_name(&member.hostname, member.id),
+        });
     }
     let running = lifecycle::running_version(talos);
     if let Some(running) = running {
@@ -115,16 +123,20 @@ pub fn source(
 }
 
 /// The snapshot from `source`: an emulated one as it is, a real one
-/// fetched from the ring's etcd and checked.
+/// fetched from the node's own member of the ring's real etcd and checked.
 pub async fn take(registry: &Registry, source: Source) -> Result<Vec<u8>, SnapshotError> {
     match source {
         Source::Emulated(bytes) => Ok(bytes),
-        Source::Real(store) => {
-            let endpoints = registry
+        Source::Real { store, member } => {
+            registry
                 .endpoints(&store)
                 .await
-                .ok_or(SnapshotError::RealDown(store))?;
-            verified(gateway::snapshot(endpoints.etcd).await?)
+                .ok_or(SnapshotError::RealDown(store.clone()))?;
+            let etcd = registry
+                .etcd_member(&store, &member)
+                .await
+                .ok_or(SnapshotError::MemberDown(member))?;
+            verified(gateway::snapshot(etcd).await?)
         }
     }
 }

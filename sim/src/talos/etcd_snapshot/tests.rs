@@ -119,17 +119,23 @@ fn workers_and_nodes_without_a_running_etcd_refuse() {
 async fn a_ring_of_the_real_release_is_taken_from_its_real_etcd() {
     let (mut lab, cp, _) = bootstrapped();
     let config = lab.talos(cp).node.config().unwrap().clone();
-    let ring = lab.talos(cp).node.disk.etcd.member.as_ref().unwrap().ring;
+    let member = lab.talos(cp).node.disk.etcd.member.clone().unwrap();
     let release =
         KubernetesVersion::of(config.kubernetes_version.as_deref(), &config.installs).git_version;
-    let store = store_id(&config.cluster, ring);
+    let store = store_id(&config.cluster, member.ring);
     assert_eq!(
         snapshot_of(&mut lab, cp, Some("v0.0.1")).unwrap(),
         snapshot_of(&mut lab, cp, None).unwrap(),
         "another release stays emulated"
     );
     let real = snapshot_of(&mut lab, cp, Some(&release)).unwrap();
-    assert_eq!(real, Source::Real(store.clone()));
+    assert_eq!(
+        real,
+        Source::Real {
+            store: store.clone(),
+            member: format!("{}-{:x}", member.hostname, member.id),
+        }
+    );
 
     let registry = Registry::default();
     registry.set(&store, Status::Failed("etcd exited".into()));
@@ -214,40 +220,31 @@ async fn the_service_streams_it_in_talos_chunks_and_proxies() {
     assert_eq!(logged, ["EtcdSnapshot"; 3], "each call is logged");
 }
 
-/// The `ETCD=` binary `HCT_PEERS_ENV` names (`scripts/ensure-peers`).
-fn real_etcd() -> Option<std::path::PathBuf> {
-    let file = std::env::var_os("HCT_PEERS_ENV")?;
-    let text = std::fs::read_to_string(file).ok()?;
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("ETCD="))
-        .map(std::path::PathBuf::from)
-}
-
 /// bbolt's magic, in each meta page (at byte 16 of page 0, little-endian).
 const BBOLT_MAGIC: u32 = 0xED0C_DAED;
 
 #[tokio::test]
 async fn a_real_etcd_snapshot_is_a_bbolt_database_and_its_hash() {
+    use crate::talos::kube_control_plane::etcd_member::{MemberFiles, Ports};
     use crate::talos::kube_control_plane::files::Layout;
     use crate::talos::kube_control_plane::process::Component;
-    use crate::talos::kube_control_plane::start::{etcd_args, free_ports};
 
-    let Some(binary) = real_etcd() else {
+    let Some(binary) = crate::talos::testing::peer("ETCD") else {
         eprintln!("SKIPPED: no real etcd (set HCT_PEERS_ENV to scripts/ensure-peers' output)");
         return;
     };
     let work = tempfile::tempdir().unwrap();
     let layout = Layout::of(work.path(), "lab/0000000000000001");
     std::fs::create_dir_all(&layout.dir).unwrap();
-    let [client, peer] = free_ports().unwrap();
+    let member = MemberFiles::of(&layout, "cp-1-1", Ports::free().unwrap());
     let mut etcd = Component::spawn(
         "etcd",
         &binary,
-        &etcd_args(&layout, client, peer),
+        &member.args(&member.alone(), "new"),
         &layout.dir,
     )
     .unwrap();
-    let addr = SocketAddr::from(([127, 0, 0, 1], client));
+    let addr = member.client();
     let http = gateway::client().unwrap();
     let base = format!("http://{addr}");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -278,10 +275,26 @@ async fn a_real_etcd_snapshot_is_a_bbolt_database_and_its_hash() {
         store,
         Status::Ready(Endpoints {
             api: SocketAddr::from(([127, 0, 0, 1], 9)),
-            etcd: addr,
+            // The ring's front, where no member answers: the snapshot is
+            // the node's member's.
+            etcd: SocketAddr::from(([127, 0, 0, 1], 9)),
         }),
     );
-    let snapshot = take(&registry, Source::Real(store.into())).await.unwrap();
+    // The node's own member, as the ring lists it.
+    registry.set_etcd_members(
+        store,
+        &[crate::talos::kube_control_plane::etcd_api::Member {
+            id: 1,
+            name: member.name.clone(),
+            peer_urls: vec![member.peer_url()],
+            client_urls: vec![format!("http://{addr}")],
+        }],
+    );
+    let source = Source::Real {
+        store: store.into(),
+        member: member.name.clone(),
+    };
+    let snapshot = take(&registry, source).await.unwrap();
     assert!(snapshot.len() > HASH_LEN + 4096, "{} bytes", snapshot.len());
     let magic = u32::from_le_bytes(snapshot[16..20].try_into().unwrap());
     assert_eq!(magic, BBOLT_MAGIC, "a bbolt meta page first");

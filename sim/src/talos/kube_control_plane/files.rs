@@ -2,7 +2,8 @@
 //! `pki/` (the Kubernetes CA, kube-apiserver's serving certificate, the
 //! service-account key, kube-controller-manager's client certificate as a
 //! kubeconfig), the encryption and authentication configurations, and
-//! `etcd/` (its data, kept across restarts). Keys are written owner-only.
+//! `etcd/` (a directory per member of its data, kept across restarts, and
+//! their ports: `etcd_ring`). Keys are written owner-only.
 
 use std::fs;
 use std::io::Write;
@@ -49,10 +50,6 @@ impl Layout {
 
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
-    }
-
-    pub fn etcd_data(&self) -> PathBuf {
-        self.path("etcd")
     }
 }
 

@@ -2,8 +2,9 @@
 //! is given the binaries ([`KubeBinaries`]: etcd, kube-apiserver,
 //! kube-controller-manager, built by `scripts/ensure-peers`), each etcd
 //! cluster ("ring", see `etcd`) whose Kubernetes release is theirs gets
-//! one real etcd, one real kube-apiserver and one real
-//! kube-controller-manager on loopback, started with the flags and
+//! a real etcd member per control plane that is a member of it, one real
+//! kube-apiserver and one real kube-controller-manager on loopback,
+//! started with the flags and
 //! certificates Talos derives from the control planes' machine config.
 //! Every control plane's port 6443 (`kube_api`) then passes its
 //! connections through to that kube-apiserver while the node's own API
@@ -14,8 +15,10 @@
 //!
 //! - `spec`: which control planes should run, and with what;
 //! - `files` and `process`: their certificates and configuration files,
-//!   and the child processes; `restore`: a recovering ring's etcd data,
-//!   from the snapshot uploaded for it (with etcdutl);
+//!   and the child processes; `etcd_ring`: the ring's etcd, a real member
+//!   per member the emulation lists, joined and removed through etcd's
+//!   own cluster API (`etcd_api`); `restore`: a recovering ring's etcd
+//!   data, from the snapshot uploaded for it (with etcdutl);
 //! - `start`: the order they start in and the wait for readiness;
 //! - `client`: requests to the real API server as a given user;
 //! - `kubelets`: the emulated kubelets (Nodes, leases, mirror pods and
@@ -26,16 +29,20 @@
 //!   as real processes, for the clusters that deploy them.
 //!
 //! [`Registry`] says where each ring's kube-apiserver and etcd listen once
-//! ready ([`Endpoints`]): port 6443 passes through to the one, Talos'
-//! EtcdSnapshot (`talos::etcd_snapshot`) reads the other.
+//! ready ([`Endpoints`]) and which etcd members it lists: port 6443 passes
+//! through to the one, Talos' EtcdSnapshot (`talos::etcd_snapshot`) reads
+//! the node's own member.
 //!
-//! Not real here: one etcd member per ring (the membership Talos' API
-//! reports stays the emulated one) and kube-scheduler (no pod is
-//! scheduled).
+//! Not real here: the membership Talos' API reports (EtcdMemberList) is
+//! still the emulation's, which the real members follow; kube-scheduler
+//! (no pod is scheduled).
 
 pub mod addons;
 pub mod bootstrap;
 pub mod client;
+pub mod etcd_api;
+pub mod etcd_member;
+pub mod etcd_ring;
 pub mod files;
 pub mod kubelets;
 pub mod process;
@@ -147,14 +154,23 @@ pub enum Status {
 pub struct Endpoints {
     /// kube-apiserver (HTTPS).
     pub api: SocketAddr,
-    /// etcd's client URL (plaintext: gRPC and its JSON gateway).
+    /// The ring's etcd front (plaintext gRPC and its JSON gateway), which
+    /// passes each connection to a running member (`etcd_ring`).
     pub etcd: SocketAddr,
 }
 
 /// The rings' control planes by store id (`kube_api::store::store_id`):
-/// where each is, and its Nodes as the real API server last listed them.
+/// where each is, its Nodes as the real API server last listed them and
+/// its etcd members as the real etcd last listed them.
 #[derive(Default)]
-pub struct Registry(std::sync::Mutex<BTreeMap<String, (Status, Vec<NodeView>)>>);
+pub struct Registry(std::sync::Mutex<BTreeMap<String, Ring>>);
+
+#[derive(Default)]
+struct Ring {
+    status: Status,
+    nodes: Vec<NodeView>,
+    etcd_members: Vec<etcd_api::Member>,
+}
 
 /// What `/_sim/state` shows of a Node in a real API server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -169,7 +185,7 @@ pub struct NodeView {
 }
 
 impl Registry {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Status, Vec<NodeView>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Ring>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -191,13 +207,37 @@ impl Registry {
     }
 
     pub fn set(&self, store: &str, status: Status) {
-        self.lock().entry(store.to_string()).or_default().0 = status;
+        self.lock().entry(store.to_string()).or_default().status = status;
     }
 
     /// The ring's Nodes, unless it was removed meanwhile.
     pub fn set_nodes(&self, store: &str, nodes: Vec<NodeView>) {
         if let Some(entry) = self.lock().get_mut(store) {
-            entry.1 = nodes;
+            entry.nodes = nodes;
+        }
+    }
+
+    /// The ring's etcd members, unless it was removed meanwhile.
+    pub fn set_etcd_members(&self, store: &str, members: &[etcd_api::Member]) {
+        if let Some(entry) = self.lock().get_mut(store) {
+            entry.etcd_members = members.to_vec();
+        }
+    }
+
+    /// Where the real etcd member `name` of `store` serves clients, once
+    /// the ring lists it started; None if it does not within a while.
+    pub async fn etcd_member(&self, store: &str, name: &str) -> Option<SocketAddr> {
+        let deadline = tokio::time::Instant::now() + MEMBER_WAIT;
+        loop {
+            let listed = self.lock().get(store).and_then(|ring| {
+                let member = ring.etcd_members.iter().find(|m| m.name == name)?;
+                let url = member.client_urls.first()?;
+                url.strip_prefix("http://")?.parse().ok()
+            });
+            if listed.is_some() || tokio::time::Instant::now() >= deadline {
+                return listed;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
@@ -206,7 +246,7 @@ impl Registry {
     }
 
     pub fn get(&self, store: &str) -> Option<Status> {
-        self.lock().get(store).map(|(status, _)| status.clone())
+        self.lock().get(store).map(|ring| ring.status.clone())
     }
 
     /// Each ring's status and Nodes, for `/_sim/state` (`kubernetes`).
@@ -214,20 +254,25 @@ impl Registry {
         let rings = self.lock();
         rings
             .iter()
-            .map(|(store, (status, nodes))| {
-                let status = match status {
+            .map(|(store, ring)| {
+                let status = match &ring.status {
                     Status::Starting => serde_json::json!({"status": "starting"}),
                     Status::Ready(_) => serde_json::json!({"status": "ready"}),
                     Status::Failed(why) => serde_json::json!({"status": "failed", "error": why}),
                 };
                 let mut entry = status;
-                entry["nodes"] = serde_json::json!(nodes);
+                entry["nodes"] = serde_json::json!(ring.nodes);
+                entry["etcd_members"] = serde_json::json!(ring.etcd_members);
                 (store.clone(), entry)
             })
             .collect::<serde_json::Map<_, _>>()
             .into()
     }
 }
+
+/// How long a snapshot waits for its node's member to be listed started
+/// (the ring lists its members every couple of seconds).
+const MEMBER_WAIT: Duration = Duration::from_secs(30);
 
 /// How long a connection to a control plane that is starting waits for it
 /// to serve (a cold start takes some seconds on a busy machine).

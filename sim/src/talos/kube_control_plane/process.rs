@@ -7,6 +7,7 @@
 //! service, a webhook's Service IP) fails at once instead of sending it.
 
 use std::fs::OpenOptions;
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -123,4 +124,58 @@ impl Component {
             tail,
         }
     }
+}
+
+/// Where [`free_ports`] looks first: below the kernel's ephemeral ports
+/// (32768 and up by default), where outgoing connections take their local
+/// port. A port picked there could be taken by one between the look and
+/// the component's own bind (as an etcd peer port once was).
+const LISTEN_PORTS: std::ops::Range<u16> = 10_000..32_768;
+
+/// Ports a component not running now will listen on again (an etcd member
+/// whose node is down keeps the peer URL etcd knows it by): never handed
+/// out by [`free_ports`] meanwhile.
+static RESERVED: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+fn reserved() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<u16>> {
+    RESERVED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Keeps `ports` from [`free_ports`] until [`release`]d.
+pub fn reserve(ports: &[u16]) {
+    reserved().extend(ports);
+}
+
+pub fn release(ports: &[u16]) {
+    let mut reserved = reserved();
+    for port in ports {
+        reserved.remove(port);
+    }
+}
+
+/// Loopback ports free now for components to listen on, all different
+/// (each held until all are found) and none reserved: random ones of
+/// `LISTEN_PORTS` that bind, or the kernel's pick if none does within a
+/// few tries.
+pub fn free_ports<const N: usize>() -> std::io::Result<[u16; N]> {
+    let mut held = Vec::with_capacity(N);
+    let mut ports = [0; N];
+    for port in &mut ports {
+        let listener = match (0..64).find_map(|_| {
+            let port = fastrand::u16(LISTEN_PORTS);
+            if reserved().contains(&port) {
+                return None;
+            }
+            TcpListener::bind(("127.0.0.1", port)).ok()
+        }) {
+            Some(listener) => listener,
+            None => TcpListener::bind(("127.0.0.1", 0))?,
+        };
+        *port = listener.local_addr()?.port();
+        held.push(listener);
+    }
+    Ok(ports)
 }

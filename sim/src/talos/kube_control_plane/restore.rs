@@ -1,9 +1,9 @@
-//! A recovering ring's etcd data (`etcd_recover`): before the ring's real
-//! etcd first starts, while its founder's recovery waits for it, the
-//! snapshot its EtcdRecover uploaded becomes the data directory, made by
-//! `etcdutl snapshot restore` as Talos' etcd service makes it (etcdutl's
-//! `Restore`: a new single-member cluster, with the member's name and
-//! peer URL the etcd then starts with), its hash checked unless the
+//! A recovering ring's etcd data (`etcd_recover`): before the ring's first
+//! real etcd member starts, while its founder's recovery waits for it, the
+//! snapshot its EtcdRecover uploaded becomes that member's data directory,
+//! made by `etcdutl snapshot restore` as Talos' etcd service makes it
+//! (etcdutl's `Restore`: a new single-member cluster, with the member's
+//! name and peer URL it then starts with), its hash checked unless the
 //! Bootstrap said to skip that. The snapshot then leaves the node's disk,
 //! as Talos removes it. A restore that fails leaves no data directory
 //! behind, and the ring's control plane fails with the reason.
@@ -14,6 +14,7 @@ use std::process::Stdio;
 use tokio::process::Command;
 
 use super::KubeBinaries;
+use super::etcd_member::MemberFiles;
 use super::files::Layout;
 use crate::app::AppState;
 use crate::talos::etcd_recover::Upload;
@@ -45,25 +46,25 @@ pub enum RestoreError {
     Failed { status: String, output: String },
 }
 
-/// Restores the snapshot `store`'s founder uploaded, if its recovery
-/// waits for that and the ring has no etcd data yet; `peer` is the peer
-/// port its etcd starts with.
+/// Restores the snapshot `store`'s founder uploaded into the data of
+/// `member`, the ring's first, if its recovery waits for that and the
+/// member has no data yet (the snapshot file goes in `layout`'s
+/// directory while etcdutl reads it).
 pub async fn if_pending(
     sim: &AppState,
     binaries: &KubeBinaries,
     store: &str,
     layout: &Layout,
-    peer: u16,
+    member: &MemberFiles,
 ) -> Result<(), RestoreError> {
-    let has_data = std::fs::read_dir(layout.etcd_data()).is_ok_and(|mut d| d.next().is_some());
-    if has_data {
+    if member.has_data() {
         return Ok(());
     }
     let Some((snapshot, skip_hash_check)) = pending(sim, store) else {
         return Ok(());
     };
     let etcdutl = binaries.etcdutl.as_ref().ok_or(RestoreError::NoEtcdutl)?;
-    restore(etcdutl, snapshot.bytes(), layout, peer, skip_hash_check).await?;
+    restore(etcdutl, snapshot.bytes(), layout, member, skip_hash_check).await?;
     done(sim, store);
     Ok(())
 }
@@ -107,27 +108,21 @@ fn done(sim: &AppState, store: &str) {
     }
 }
 
-/// etcdutl's arguments to restore `snapshot` into the layout's etcd data
-/// directory for the member `etcd_args` starts with peer port `peer`.
-pub fn restore_args(
-    snapshot: &Path,
-    layout: &Layout,
-    peer: u16,
-    skip_hash_check: bool,
-) -> Vec<String> {
-    let peer = format!("http://127.0.0.1:{peer}");
+/// etcdutl's arguments to restore `snapshot` into `member`'s data
+/// directory, as the member it then starts as.
+pub fn restore_args(snapshot: &Path, member: &MemberFiles, skip_hash_check: bool) -> Vec<String> {
     let mut args = vec![
         "snapshot".into(),
         "restore".into(),
         snapshot.display().to_string(),
         "--data-dir".into(),
-        layout.etcd_data().display().to_string(),
+        member.data.display().to_string(),
         "--name".into(),
-        "sim".into(),
+        member.name.clone(),
         "--initial-cluster".into(),
-        format!("sim={peer}"),
+        member.alone(),
         "--initial-advertise-peer-urls".into(),
-        peer,
+        member.peer_url(),
     ];
     if skip_hash_check {
         args.push("--skip-hash-check".into());
@@ -135,12 +130,13 @@ pub fn restore_args(
     args
 }
 
-/// Makes the layout's etcd data directory from `snapshot` with `etcdutl`.
+/// Makes `member`'s data directory from `snapshot` with `etcdutl` (the
+/// snapshot written to `layout`'s directory meanwhile).
 pub async fn restore(
     etcdutl: &Path,
     snapshot: &[u8],
     layout: &Layout,
-    peer: u16,
+    member: &MemberFiles,
     skip_hash_check: bool,
 ) -> Result<(), RestoreError> {
     let file = layout.path(SNAPSHOT_FILE);
@@ -158,7 +154,7 @@ pub async fn restore(
         }
     }
     let output = command
-        .args(restore_args(&file, layout, peer, skip_hash_check))
+        .args(restore_args(&file, member, skip_hash_check))
         .current_dir(&layout.dir)
         .stdin(Stdio::null())
         .kill_on_drop(true)
@@ -172,7 +168,7 @@ pub async fn restore(
     if output.status.success() {
         return Ok(());
     }
-    let _ = std::fs::remove_dir_all(layout.etcd_data());
+    let _ = std::fs::remove_dir_all(&member.data);
     let text = String::from_utf8_lossy(&output.stderr);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     Err(RestoreError::Failed {

@@ -25,6 +25,8 @@ use crate::talos::pki::CertificateAuthority;
 pub struct ControlPlaneSpec {
     /// The ring's store id: also the name of its work directory.
     pub store: String,
+    /// The ring (etcd cluster) of `cluster` it serves.
+    pub ring: u64,
     pub cluster: ClusterIdentity,
     pub cluster_name: String,
     /// `https://host:port` of the control plane endpoint.
@@ -125,9 +127,11 @@ fn of_node(
     release: &str,
 ) -> Option<(String, ControlPlaneSpec)> {
     let store = store_of(server, release)?;
-    let config = server.talos.as_ref()?.node.config()?;
+    let talos = &server.talos.as_ref()?.node;
+    let config = talos.config()?;
     let spec = ControlPlaneSpec {
         store: store.clone(),
+        ring: talos.disk.etcd.member.as_ref()?.ring,
         cluster: config.cluster.clone(),
         cluster_name: config.cluster_name.clone(),
         endpoint: config.endpoint.clone(),

@@ -1,18 +1,19 @@
-//! One ring's control plane from start to stop: its files, etcd (its data
-//! first restored from a snapshot when its founder recovers, `restore`), then
-//! kube-apiserver (waited for until `/readyz` answers), then
-//! kube-controller-manager, each with the arguments Talos gives it and the
-//! config's `extraArgs` on top (except where they would listen: hct-sim
-//! listens on loopback only); then, every couple of seconds until the task
-//! is aborted, Talos' bootstrap manifests (until all exist, and again
-//! when they change), the emulated kubelets and the add-ons; a problem
-//! that lasts is logged once. The registry says Starting, Ready or Failed; a
-//! component that exits fails the whole (its log's end in the message), a
-//! restore that fails at once.
+//! One ring's control plane from start to stop: its etcd members
+//! (`etcd_ring`; the founder's data first restored from a snapshot when it
+//! recovers, `restore`), its files, then kube-apiserver (waited for until
+//! `/readyz` answers), then kube-controller-manager, each with the
+//! arguments Talos gives it and the config's `extraArgs` on top (except
+//! where they would listen: hct-sim listens on loopback only); then,
+//! every couple of seconds until the task is aborted, the etcd members
+//! (kept in line with the emulation's), Talos' bootstrap manifests (until
+//! all exist, and again when they change), the emulated kubelets and the
+//! add-ons; a problem that lasts is logged once. The registry says
+//! Starting, Ready or Failed; a component that exits fails the whole (its
+//! log's end in the message), a restore that fails at once.
 //! Aborting the task kills the processes (they are dropped).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -21,20 +22,21 @@ use tracing::{info, warn};
 use super::addons::Addons;
 use super::bootstrap;
 use super::client::{Client, ClientError};
+use super::etcd_member::member_name;
+use super::etcd_ring::{EtcdRing, Restorer, RingError, Wanted};
 use super::files::{self, FilesError, Layout};
 use super::kubelets::Kubelets;
-use super::process::{Component, ProcessError};
-use super::restore::{self, RestoreError};
+use super::process::{Component, ProcessError, free_ports};
 use super::spec::{ControlPlaneSpec, ServingNames, joined};
 use super::{Endpoints, KubeBinaries, Status};
 use crate::app::AppState;
 use crate::clock::Timestamp;
-use crate::talos::cluster;
 use crate::talos::kube_api::store::facts;
 use crate::talos::lifecycle;
 use crate::talos::manifests as rendered;
 use crate::talos::pki::{self, PkiError};
 use crate::talos::secret::Secret;
+use crate::talos::{cluster, etcd};
 
 /// How long kube-apiserver may take to answer `/readyz` with ok.
 const READY_WAIT: Duration = Duration::from_secs(180);
@@ -54,7 +56,7 @@ pub enum StartError {
     #[error(transparent)]
     Pki(#[from] PkiError),
     #[error(transparent)]
-    Restore(#[from] RestoreError),
+    Etcd(#[from] RingError),
     #[error("no free loopback port: {0}")]
     Port(std::io::Error),
     #[error("kube-apiserver did not become ready within {0:?}")]
@@ -82,7 +84,7 @@ pub async fn run(
             attempt = 1;
         }
         // A snapshot that does not restore would not the next time either.
-        if attempt >= ATTEMPTS || matches!(e, StartError::Restore(_)) {
+        if attempt >= ATTEMPTS || matches!(e, StartError::Etcd(RingError::Restore(_))) {
             warn!(
                 cluster = spec.cluster_name,
                 "real control plane gives up: {e}"
@@ -106,17 +108,21 @@ async fn serve(
     mut names: watch::Receiver<ServingNames>,
 ) -> Result<std::convert::Infallible, StartError> {
     let layout = Layout::of(&binaries.work_dir, &spec.store);
-    let [etcd_client, etcd_peer, api_port] = free_ports()?;
-    restore::if_pending(sim, binaries, &spec.store, &layout, etcd_peer).await?;
+    let [api_port] = free_ports().map_err(StartError::Port)?;
     let base = format!("https://127.0.0.1:{api_port}");
+    let mut said = Said::default();
+    let restorer = Restorer {
+        sim,
+        binaries,
+        store: &spec.store,
+    };
+    let mut etcd = EtcdRing::open(&binaries.etcd, &layout)?;
+    let problems = etcd
+        .reconcile(&read_world(sim, spec).members, Some(&restorer))
+        .await?;
+    said.say(&spec.cluster_name, "etcd members", &problems);
     files::write(&layout, spec, &base)?;
-    let mut etcd = Component::spawn(
-        "etcd",
-        &binaries.etcd,
-        &etcd_args(&layout, etcd_client, etcd_peer),
-        &layout.dir,
-    )?;
-    let api_args = api_server_args(spec, &layout, api_port, etcd_client);
+    let api_args = api_server_args(spec, &layout, api_port, etcd.front());
     let mut api_server = Component::spawn(
         "kube-apiserver",
         &binaries.kube_apiserver,
@@ -129,6 +135,10 @@ async fn serve(
     loop {
         etcd.check()?;
         api_server.check()?;
+        let problems = etcd
+            .reconcile(&read_world(sim, spec).members, Some(&restorer))
+            .await?;
+        said.say(&spec.cluster_name, "etcd members", &problems);
         if admin.get("/readyz").await.is_ok_and(|a| a.ok()) {
             break;
         }
@@ -152,7 +162,7 @@ async fn serve(
         &spec.store,
         Status::Ready(Endpoints {
             api: SocketAddr::from(([127, 0, 0, 1], api_port)),
-            etcd: SocketAddr::from(([127, 0, 0, 1], etcd_client)),
+            etcd: etcd.front(),
         }),
     );
     let mut kubelets = Kubelets::new(
@@ -161,7 +171,6 @@ async fn serve(
         spec.settings.external_cloud_provider(),
     );
     let mut applied: Option<Vec<(String, serde_json::Value)>> = None;
-    let mut said = Said::default();
     let hetzner_api = sim.api_url.get().cloned().unwrap_or_default();
     let mut addons = Addons::new(
         binaries.csr_approver.clone(),
@@ -169,7 +178,8 @@ async fn serve(
         hetzner_api,
     );
     loop {
-        for component in [&mut etcd, &mut api_server, &mut manager] {
+        etcd.check()?;
+        for component in [&mut api_server, &mut manager] {
             component.check()?;
         }
         if names.has_changed().unwrap_or(false) {
@@ -177,6 +187,11 @@ async fn serve(
             files::serving_certificate(&layout, spec, &current)?;
         }
         let seen = read_world(sim, spec);
+        let problems = etcd.reconcile(&seen.members, Some(&restorer)).await?;
+        said.say(&spec.cluster_name, "etcd members", &problems);
+        if let Ok(members) = etcd.members().await {
+            sim.control_planes.set_etcd_members(&spec.store, &members);
+        }
         // Talos creates what is missing at start and whenever the
         // manifests change.
         if applied.as_ref() != Some(&seen.objects) {
@@ -226,10 +241,12 @@ struct Seen {
     servers: BTreeSet<String>,
     /// Each configured node's bootstrap token, by node name.
     tokens: BTreeMap<String, Secret>,
+    /// The ring's etcd members as the emulation lists them.
+    members: Vec<Wanted>,
 }
 
 fn read_world(sim: &AppState, spec: &ControlPlaneSpec) -> Seen {
-    let (facts, serving, servers, tokens) = {
+    let (facts, serving, servers, tokens, members) = {
         let mut world = sim.world();
         let now = world.now;
         lifecycle::settle(&mut world, now);
@@ -255,7 +272,20 @@ fn read_world(sim: &AppState, spec: &ControlPlaneSpec) -> Seen {
                 })
             })
             .collect();
-        (facts(&world, &spec.cluster), serving, servers, tokens)
+        let members = etcd::members(&world, &spec.cluster, spec.ring)
+            .into_iter()
+            .map(|m| Wanted {
+                name: member_name(&m.hostname, m.id),
+                up: m.up,
+            })
+            .collect();
+        (
+            facts(&world, &spec.cluster),
+            serving,
+            servers,
+            tokens,
+            members,
+        )
     };
     let mut objects = Vec::new();
     let mut problems = Vec::new();
@@ -272,6 +302,7 @@ fn read_world(sim: &AppState, spec: &ControlPlaneSpec) -> Seen {
         problems,
         servers,
         tokens,
+        members,
     }
 }
 
@@ -292,33 +323,6 @@ impl Said {
     }
 }
 
-/// Loopback ports free now, all different (each held until all are found).
-pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], StartError> {
-    let mut held = Vec::with_capacity(N);
-    let mut ports = [0; N];
-    for port in &mut ports {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(StartError::Port)?;
-        *port = listener.local_addr().map_err(StartError::Port)?.port();
-        held.push(listener);
-    }
-    Ok(ports)
-}
-
-pub(crate) fn etcd_args(layout: &Layout, client: u16, peer: u16) -> Vec<String> {
-    let client = format!("http://127.0.0.1:{client}");
-    let peer = format!("http://127.0.0.1:{peer}");
-    vec![
-        "--name=sim".into(),
-        format!("--data-dir={}", layout.etcd_data().display()),
-        format!("--listen-client-urls={client}"),
-        format!("--advertise-client-urls={client}"),
-        format!("--listen-peer-urls={peer}"),
-        format!("--initial-advertise-peer-urls={peer}"),
-        format!("--initial-cluster=sim={peer}"),
-        "--log-level=warn".into(),
-    ]
-}
-
 /// Talos' own arguments, the config's extra ones over them, then where it
 /// listens.
 fn with_extra(
@@ -335,7 +339,12 @@ fn with_extra(
         .collect()
 }
 
-fn api_server_args(spec: &ControlPlaneSpec, layout: &Layout, port: u16, etcd: u16) -> Vec<String> {
+fn api_server_args(
+    spec: &ControlPlaneSpec,
+    layout: &Layout,
+    port: u16,
+    etcd: SocketAddr,
+) -> Vec<String> {
     let path = |name: &str| layout.path(name).display().to_string();
     let mut args: BTreeMap<String, String> = [
         ("allow-privileged", "true".to_string()),
@@ -345,7 +354,7 @@ fn api_server_args(spec: &ControlPlaneSpec, layout: &Layout, port: u16, etcd: u1
         ("client-ca-file", path("pki/ca.crt")),
         ("enable-admission-plugins", "NodeRestriction".into()),
         ("enable-bootstrap-token-auth", "true".into()),
-        ("etcd-servers", format!("http://127.0.0.1:{etcd}")),
+        ("etcd-servers", format!("http://{etcd}")),
         (
             "kubelet-preferred-address-types",
             "InternalIP,ExternalIP,Hostname".into(),

@@ -1,0 +1,413 @@
+//! One ring's real etcd: a member per control plane the emulation lists
+//! in the ring (`talos::etcd::members`), each its own etcd process with
+//! its own data directory and loopback ports, joined and removed as
+//! Talos' etcd service does it:
+//!
+//! - the ring's first member starts a new etcd cluster (from the snapshot
+//!   a recovering founder uploaded, when there is one: `restore`);
+//! - a member to be is added through a running member (MemberAdd), then
+//!   started with the cluster etcd answered, so etcd itself refuses a join
+//!   it cannot take (no quorum, too few members started);
+//! - a member the emulation lists no more is removed through a running
+//!   member (itself included, as a node leaving does), then stopped and
+//!   its data deleted; etcd refuses that without a healthy quorum too
+//!   (as it refuses a node's leave), and it is tried again each pass, the
+//!   member running meanwhile;
+//! - a member whose node's etcd does not run (node down, etcd failed) is
+//!   stopped and keeps its data: it comes back as itself.
+//!
+//! What etcd refused is reported, not hidden. kube-apiserver reaches the
+//! ring through one loopback port (`Front`) that passes each connection to
+//! a running member; EtcdSnapshot reads the node's own member. The members' ports are
+//! kept in `etcd/members.json` in the ring's directory, so that members
+//! started again after the ring restarts keep the peer URLs etcd knows
+//! them by.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{SocketAddr, TcpListener as StdListener};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+use super::KubeBinaries;
+use super::etcd_api::{self, EtcdApiError, Member};
+use super::etcd_member::{MemberFiles, Ports};
+use super::files::Layout;
+use super::process::{Component, ProcessError};
+use super::restore::{self, RestoreError};
+use crate::app::AppState;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RingError {
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error("etcd member {member}: {source}")]
+    MemberExited {
+        member: String,
+        source: ProcessError,
+    },
+    #[error("cannot read etcd's member ports from {path}: {why}")]
+    Unreadable { path: PathBuf, why: String },
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
+    #[error("no free loopback port for etcd: {0}")]
+    Port(#[from] std::io::Error),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A member the emulation lists in the ring, and whether its node's etcd
+/// runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wanted {
+    pub name: String,
+    pub up: bool,
+}
+
+/// What a founder restores its data from, if its recovery waits for it.
+pub struct Restorer<'a> {
+    pub sim: &'a AppState,
+    pub binaries: &'a KubeBinaries,
+    pub store: &'a str,
+}
+
+/// The ring's members as processes.
+pub struct EtcdRing {
+    binary: PathBuf,
+    layout: Layout,
+    /// Every member this ring started or added, by name (kept on disk).
+    ports: BTreeMap<String, Ports>,
+    running: BTreeMap<String, Component>,
+    /// The members the emulation listed at the last reconcile.
+    listed: BTreeSet<String>,
+    front: Front,
+}
+
+impl EtcdRing {
+    /// The ring of `layout`'s directory, with the members it had.
+    pub fn open(binary: &Path, layout: &Layout) -> Result<Self, RingError> {
+        let path = layout.path("etcd/members.json");
+        let ports: BTreeMap<String, Ports> = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| RingError::Unreadable {
+                path: path.clone(),
+                why: e.to_string(),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => {
+                return Err(RingError::Unreadable {
+                    path,
+                    why: e.to_string(),
+                });
+            }
+        };
+        ports.values().for_each(Ports::reserve);
+        Ok(Self {
+            binary: binary.to_path_buf(),
+            layout: layout.clone(),
+            ports,
+            running: BTreeMap::new(),
+            listed: BTreeSet::new(),
+            front: Front::bind()?,
+        })
+    }
+
+    /// Where kube-apiserver reaches the ring.
+    pub fn front(&self) -> SocketAddr {
+        self.front.addr
+    }
+
+    /// Err when the process of a member the emulation lists ended on its
+    /// own. One that is leaving may: etcd stops a member once its removal
+    /// commits, which can come after its MemberRemove call gave up.
+    pub fn check(&mut self) -> Result<(), RingError> {
+        let mut left = Vec::new();
+        for (name, process) in &mut self.running {
+            if let Err(source) = process.check() {
+                if self.listed.contains(name) {
+                    return Err(RingError::MemberExited {
+                        member: name.clone(),
+                        source,
+                    });
+                }
+                left.push(name.clone());
+            }
+        }
+        for name in left {
+            self.running.remove(&name);
+        }
+        self.aim_front();
+        Ok(())
+    }
+
+    /// Whether the ring answers through its front (it has a quorum).
+    pub async fn healthy(&self) -> bool {
+        etcd_api::healthy(self.front.addr).await
+    }
+
+    /// The members etcd lists, as a running member answers.
+    pub async fn members(&self) -> Result<Vec<Member>, EtcdApiError> {
+        etcd_api::list(self.front.addr).await
+    }
+
+    /// Brings the processes and etcd's membership in line with `wanted`;
+    /// what etcd refused or what has to wait, as problems (tried again at
+    /// the next call). Err: a process that cannot start, a restore that
+    /// failed.
+    pub async fn reconcile(
+        &mut self,
+        wanted: &[Wanted],
+        restorer: Option<&Restorer<'_>>,
+    ) -> Result<Vec<String>, RingError> {
+        let mut problems = Vec::new();
+        self.listed = wanted.iter().map(|w| w.name.clone()).collect();
+        let gone: Vec<String> = self
+            .ports
+            .keys()
+            .filter(|name| !wanted.iter().any(|w| w.name == **name))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Err(e) = self.remove(&name).await {
+                problems.push(format!("removing member {name}: {e}"));
+            }
+        }
+        // A member still to be removed keeps running, as a node leaving
+        // etcd does until etcd lets it go: stopping it first could take
+        // the quorum its removal needs.
+        self.running
+            .retain(|name, _| wanted.iter().find(|w| w.name == *name).is_none_or(|w| w.up));
+        self.aim_front();
+        for member in wanted.iter().filter(|w| w.up) {
+            if self.running.contains_key(&member.name) {
+                continue;
+            }
+            if let Some(problem) = self.start(&member.name, restorer).await? {
+                problems.push(format!("starting member {}: {problem}", member.name));
+            }
+            self.aim_front();
+        }
+        Ok(problems)
+    }
+
+    fn files(&self, name: &str, ports: Ports) -> MemberFiles {
+        MemberFiles::of(&self.layout, name, ports)
+    }
+
+    /// Removes `name` from etcd's membership (if it is listed), through a
+    /// running member, then its process and data.
+    async fn remove(&mut self, name: &str) -> Result<(), EtcdApiError> {
+        let peer_url = self.files(name, self.ports[name]).peer_url();
+        if let Some(addr) = self.any_running(None) {
+            let members = etcd_api::list(addr).await?;
+            if let Some(member) = members.iter().find(|m| m.peer_urls.contains(&peer_url)) {
+                // Through another member when one runs: a member removing
+                // itself stops answering at once.
+                let through = self.any_running(Some(name)).unwrap_or(addr);
+                etcd_api::remove(through, member.id).await?;
+            }
+        } else if self.ports.keys().any(|other| other != name) {
+            // Nothing runs to ask; the others' data still lists it.
+            return Err(EtcdApiError::Refused {
+                addr: self.front.addr,
+                what: "remove",
+                message: "no member of the ring runs".into(),
+            });
+        }
+        self.running.remove(name);
+        let _ = std::fs::remove_dir_all(self.files(name, self.ports[name]).data);
+        if let Some(ports) = self.ports.remove(name) {
+            ports.release();
+        }
+        let _ = self.save();
+        self.aim_front();
+        Ok(())
+    }
+
+    /// Starts member `name`: with its data as itself, as the ring's first
+    /// member, or joined through a running member. Some(problem): it has
+    /// to wait.
+    async fn start(
+        &mut self,
+        name: &str,
+        restorer: Option<&Restorer<'_>>,
+    ) -> Result<Option<String>, RingError> {
+        // No member has data or runs (one just started may have written
+        // none yet).
+        let founding = self.running.is_empty()
+            && !self
+                .ports
+                .iter()
+                .any(|(other, ports)| self.files(other, *ports).has_data());
+        let ports = match self.ports.get(name) {
+            Some(ports) => *ports,
+            None => Ports::free()?,
+        };
+        let member = self.files(name, ports);
+        self.ports.insert(name.to_string(), ports);
+        self.save()?;
+        if member.has_data() {
+            self.spawn(&member, &member.alone(), "existing")?;
+            return Ok(None);
+        }
+        if founding {
+            if let Some(r) = restorer {
+                restore::if_pending(r.sim, r.binaries, r.store, &self.layout, &member).await?;
+            }
+            self.spawn(&member, &member.alone(), "new")?;
+            return Ok(None);
+        }
+        let Some(addr) = self.any_running(None) else {
+            return Ok(Some("no running member to join through".into()));
+        };
+        match self.join(addr, &member).await {
+            Ok(Some(cluster)) => {
+                self.spawn(&member, &cluster, "existing")?;
+                Ok(None)
+            }
+            Ok(None) => Ok(None),
+            Err(problem) => Ok(Some(problem)),
+        }
+    }
+
+    /// Adds `member` through `addr` unless etcd lists it already (added
+    /// before it could start: that needs no quorum again, and without it
+    /// the ring may have none); the `--initial-cluster` it then starts
+    /// with. None: the ring is starting or has no quorum, which etcd's
+    /// MemberAdd needs (kube-apiserver's readiness shows it): the next
+    /// pass tries again.
+    async fn join(&self, addr: SocketAddr, member: &MemberFiles) -> Result<Option<String>, String> {
+        let ours = member.peer_url();
+        let mut members = etcd_api::list(addr).await.map_err(|e| e.to_string())?;
+        if !members.iter().any(|m| m.peer_urls.contains(&ours)) {
+            if !etcd_api::healthy(addr).await {
+                return Ok(None);
+            }
+            members = etcd_api::add(addr, &ours)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let mut cluster = Vec::new();
+        for m in &members {
+            let url = m.peer_urls.first().cloned().unwrap_or_default();
+            let name = if url == ours {
+                member.name.clone()
+            } else if m.started() {
+                m.name.clone()
+            } else {
+                return Err(format!(
+                    "member {url} was added but has not started yet (etcd takes one at a time)"
+                ));
+            };
+            cluster.push(format!("{name}={url}"));
+        }
+        Ok(Some(cluster.join(",")))
+    }
+
+    fn spawn(&mut self, member: &MemberFiles, cluster: &str, state: &str) -> Result<(), RingError> {
+        std::fs::create_dir_all(&self.layout.dir).map_err(|source| RingError::Write {
+            path: self.layout.dir.clone(),
+            source,
+        })?;
+        let process = Component::spawn(
+            "etcd",
+            &self.binary,
+            &member.args(cluster, state),
+            &self.layout.dir,
+        )?;
+        self.running.insert(member.name.clone(), process);
+        Ok(())
+    }
+
+    /// A running member's client address, other than `except`.
+    fn any_running(&self, except: Option<&str>) -> Option<SocketAddr> {
+        self.running
+            .keys()
+            .filter(|name| Some(name.as_str()) != except)
+            .find_map(|name| Some(self.files(name, *self.ports.get(name)?).client()))
+    }
+
+    fn aim_front(&self) {
+        let targets = self
+            .running
+            .keys()
+            .filter_map(|name| Some(self.files(name, *self.ports.get(name)?).client()))
+            .collect();
+        *self.front.targets.lock().unwrap_or_else(|e| e.into_inner()) = targets;
+    }
+
+    fn save(&self) -> Result<(), RingError> {
+        let path = self.layout.path("etcd/members.json");
+        let write = |source| RingError::Write {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(self.layout.path("etcd")).map_err(write)?;
+        let text = serde_json::to_vec(&self.ports).map_err(|e| write(std::io::Error::other(e)))?;
+        std::fs::write(&path, text).map_err(write)
+    }
+}
+
+/// A loopback port that passes each connection to the first running
+/// member that takes it (none: the connection is closed).
+struct Front {
+    addr: SocketAddr,
+    targets: Arc<Mutex<Vec<SocketAddr>>>,
+    task: JoinHandle<()>,
+}
+
+impl Front {
+    fn bind() -> Result<Self, RingError> {
+        let std = StdListener::bind(("127.0.0.1", 0)).map_err(RingError::Port)?;
+        std.set_nonblocking(true).map_err(RingError::Port)?;
+        let addr = std.local_addr().map_err(RingError::Port)?;
+        let listener = TcpListener::from_std(std).map_err(RingError::Port)?;
+        let targets: Arc<Mutex<Vec<SocketAddr>>> = Arc::default();
+        let task = tokio::spawn(pass_on(listener, targets.clone()));
+        Ok(Self {
+            addr,
+            targets,
+            task,
+        })
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Passes each connection on until aborted; the connections end with it.
+async fn pass_on(listener: TcpListener, targets: Arc<Mutex<Vec<SocketAddr>>>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let (mut client, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors for a moment, say: not for good.
+                tracing::warn!("etcd front: accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        while connections.try_join_next().is_some() {}
+        let targets = targets.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        connections.spawn(async move {
+            for target in targets {
+                if let Ok(mut member) = TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut member).await;
+                    return;
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+#[path = "etcd_ring_tests.rs"]
+mod tests;
