@@ -8,8 +8,10 @@
 //!   the kubeconfig, of every node's config and of the plan;
 //! - a second plan is empty;
 //! - with the first control plane powered off, `kubectl get --raw /readyz`
-//!   through the kubeconfig (over the sim's SOCKS5 proxy) keeps answering:
-//!   the load balancer leads to the healthy control planes only;
+//!   through the kubeconfig (over the sim's SOCKS5 proxy) answers again
+//!   once its real etcd member has stopped and the others lead (etcd's own
+//!   election), and keeps answering: the load balancer leads to the
+//!   healthy control planes only;
 //! - its server deleted, etcd still lists it, the plan warns that apply
 //!   makes it again, apply does at its IP, and etcd lists exactly three
 //!   members, all running; a second plan is empty;
@@ -318,6 +320,17 @@ async fn load_balancer_endpoint_survives_the_first_control_plane() {
             statuses.iter().all(|h| h["status"] == "unhealthy"),
             "{health:#}"
         );
+        // Its etcd member stops with it; if it led, the other two elect a
+        // leader, and kube-apiserver's etcd check fails meanwhile, as on
+        // real nodes. The endpoint must be back within that, then stay.
+        support::sim::await_real_etcd_stopped(&sim, "noreturn-cp-1");
+        support::eventually("readyz with the first control plane off", || {
+            let out = run(&kubectl(), dir.path(), &path, &["get", "--raw", "/readyz"]);
+            match out.status.success() {
+                true => Ok(()),
+                false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+            }
+        });
         for n in 0..6 {
             readyz(&format!(
                 "readyz #{n} through the load balancer, first control plane off"

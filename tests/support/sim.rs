@@ -300,6 +300,35 @@ pub fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
 /// the very members the emulation lists for that ring, within a couple of
 /// minutes. What the emulation says of membership is then what etcd
 /// itself took.
+/// Waits until no ring's real etcd runs a member of node `hostname` (its
+/// node is down: hct-sim stops the member at its next pass). Nothing to
+/// wait for on the emulated API server.
+pub fn await_real_etcd_stopped(sim: &SimHandle, hostname: &str) {
+    if !real_kubernetes_wanted() {
+        return;
+    }
+    let prefix = format!("{hostname}-");
+    crate::support::eventually(
+        &format!("the real etcd member of {hostname} stopped"),
+        || {
+            let state = sim.state_json();
+            let running: Vec<String> = state["kubernetes"]
+                .as_object()
+                .into_iter()
+                .flat_map(|rings| rings.values())
+                .flat_map(|ring| ring["etcd_running"].as_array().cloned().unwrap_or_default())
+                .filter_map(|name| name.as_str().map(String::from))
+                .filter(|name| name.starts_with(&prefix))
+                .collect();
+            if running.is_empty() {
+                Ok(())
+            } else {
+                Err(running)
+            }
+        },
+    );
+}
+
 pub fn assert_real_etcd_follows(sim: &SimHandle, after: &str) {
     if !real_kubernetes_wanted() {
         return;
@@ -332,11 +361,19 @@ pub fn assert_real_etcd_follows(sim: &SimHandle, after: &str) {
                     })
                     .collect();
                 emulated.sort();
+                // A learner (still catching up) is not yet the emulation's
+                // voter.
                 let mut real: Vec<String> = ring["etcd_members"]
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .map(|m| m["name"].as_str().unwrap_or_default().to_string())
+                    .map(|m| {
+                        let name = m["name"].as_str().unwrap_or_default();
+                        match m["isLearner"].as_bool() {
+                            Some(true) => format!("{name} (learner)"),
+                            _ => name.to_string(),
+                        }
+                    })
                     .collect();
                 real.sort();
                 compared

@@ -247,7 +247,7 @@ impl MachineService for MachineApi {
         let query_local = request.get_ref().query_local;
         let until = tokio::time::Instant::now() + etcd_members::held_for(request.metadata());
         // Held while no etcd answers, as Talos' etcd client waits for one.
-        let (members, metadata) = loop {
+        let (listed, metadata) = loop {
             let asked = {
                 let world = self.world();
                 let (at, metadata) = self.target(&world, &request)?;
@@ -262,18 +262,22 @@ impl MachineService for MachineApi {
                 (answer, metadata) => break (answer.map_err(status)?, metadata),
             }
         };
+        // Where the ring's real etcd runs, it says which members are still
+        // learners, as Talos lists one that joined and is catching up.
+        let real = &self.sim.control_planes;
         Ok(Response::new(pb::EtcdMemberListResponse {
             messages: vec![pb::EtcdMembers {
                 metadata,
                 legacy_members: Vec::new(),
-                members: members
+                members: listed
+                    .members
                     .into_iter()
                     .map(|m| pb::EtcdMember {
+                        is_learner: real.etcd_learner(&listed.store, m.hostname.as_str(), m.id),
                         id: m.id,
                         hostname: m.hostname,
                         peer_urls: Vec::new(),
                         client_urls: Vec::new(),
-                        is_learner: false,
                     })
                     .collect(),
             }],

@@ -10,6 +10,7 @@ use crate::state::World;
 use crate::talos::cluster::Clusters;
 use crate::talos::config::ClusterIdentity;
 use crate::talos::etcd;
+use crate::talos::kube_api::store::store_id;
 use crate::talos::node::EtcdMember;
 
 /// How often a held member list looks for an etcd to answer it.
@@ -41,6 +42,14 @@ pub fn held_for(metadata: &MetadataMap) -> Duration {
     timeout.unwrap_or(LONGEST_HOLD).min(LONGEST_HOLD)
 }
 
+/// The members an EtcdMemberList answers with, and the store id
+/// (`kube_api::store::store_id`) of their etcd cluster.
+#[derive(Debug)]
+pub struct Listed {
+    pub store: String,
+    pub members: Vec<EtcdMember>,
+}
+
 /// What a control plane answers to EtcdMemberList, as Talos does (its
 /// machined handler, siderolabs/talos `v1alpha1_server.go`): on a worker,
 /// Unimplemented. Asked `query_local`, its own etcd answers; otherwise
@@ -50,11 +59,7 @@ pub fn held_for(metadata: &MetadataMap) -> Duration {
 /// asks with `WithRequireLeader`). When no etcd answers, the client waits
 /// for one until the call's deadline: [`CallError::EtcdUnreachable`],
 /// which the machine API holds until then.
-pub fn as_asked(
-    world: &World,
-    at: NodeRef,
-    query_local: bool,
-) -> Result<Vec<EtcdMember>, CallError> {
+pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed, CallError> {
     let (server, talos) = node(world, at)?;
     let config = configured(talos, "EtcdMemberList")?;
     if !config.is_control_plane() {
@@ -75,7 +80,10 @@ pub fn as_asked(
     };
     let ring = ring.ok_or(CallError::EtcdUnreachable)?;
     etcd::quorum(world, cluster, ring).map_err(|_| CallError::EtcdNoLeader)?;
-    Ok(Clusters::of(world).members(cluster, ring))
+    Ok(Listed {
+        store: store_id(cluster, ring),
+        members: Clusters::of(world).members(cluster, ring),
+    })
 }
 
 /// The etcd cluster of `cluster` that answers a client of all the control

@@ -170,8 +170,12 @@ fn bootstrap_is_refused_only_where_etcd_data_exists() {
     // yet, so a Bootstrap there starts a second etcd, split from cp-1's.
     lab.on(cp2, |w, at, _| bootstrap(w, at)).unwrap();
     lab.settle();
-    let first = members_as_asked(&lab.world, lab.at(cp1), true).unwrap();
-    let second = members_as_asked(&lab.world, lab.at(cp2), true).unwrap();
+    let first = members_as_asked(&lab.world, lab.at(cp1), true)
+        .unwrap()
+        .members;
+    let second = members_as_asked(&lab.world, lab.at(cp2), true)
+        .unwrap()
+        .members;
     assert_eq!(first.len(), 1, "{first:?}");
     assert_eq!(second.len(), 1, "{second:?}");
     assert_ne!(first[0].ring, second[0].ring);
@@ -207,6 +211,7 @@ fn bootstrapped_control_planes(lab: &mut Lab, count: usize) -> Vec<Id> {
     assert_eq!(
         members_as_asked(&lab.world, lab.at(ids[0]), true)
             .unwrap()
+            .members
             .len(),
         count
     );
@@ -259,7 +264,9 @@ fn the_member_list_is_the_clusters_and_needs_a_quorum() {
         members_as_asked(&lab.world, lab.at(ids[2]), true),
         Err(CallError::EtcdUnreachable)
     ));
-    let through_others = members_as_asked(&lab.world, lab.at(ids[2]), false).unwrap();
+    let through_others = members_as_asked(&lab.world, lab.at(ids[2]), false)
+        .unwrap()
+        .members;
     assert!(through_others.iter().any(|m| m.hostname == "cp-1"));
 
     lab.on(ids[1], |w, at, now| reset(w, at, false, false, now))

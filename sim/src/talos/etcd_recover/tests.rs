@@ -134,8 +134,9 @@ fn a_lost_control_plane_comes_back_from_its_snapshot_and_others_join() {
     let other = new_control_plane(&mut lab, "cp-3", "10.0.128.13", &sample);
     lab.settle();
     assert_eq!(ring(&lab, other), recovered);
-    let members =
-        crate::talos::calls::etcd_members::as_asked(&lab.world, lab.at(other), true).unwrap();
+    let members = crate::talos::calls::etcd_members::as_asked(&lab.world, lab.at(other), true)
+        .unwrap()
+        .members;
     assert_eq!(members.len(), 2, "{members:?}");
     assert_eq!(kube(&mut lab, other, "GET", USER_MAP, None).code, 200);
 }

@@ -288,7 +288,9 @@ async fn a_real_etcd_snapshot_is_a_bbolt_database_and_its_hash() {
             name: member.name.clone(),
             peer_urls: vec![member.peer_url()],
             client_urls: vec![format!("http://{addr}")],
+            is_learner: false,
         }],
+        vec![member.name.clone()],
     );
     let source = Source::Real {
         store: store.into(),

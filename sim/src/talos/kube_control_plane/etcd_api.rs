@@ -1,9 +1,10 @@
 //! etcd's cluster API over its JSON gateway (the client port, plaintext on
-//! loopback): `POST /v3/cluster/member/{list,add,remove}` and `GET
-//! /health`, as `etcd_ring` uses them to join and remove members the way
-//! Talos' etcd service does with clientv3. Member IDs are uint64s, which
-//! proto3 JSON writes as decimal strings. A member added but not started
-//! yet is listed with its peer URLs only (no name, no client URLs).
+//! loopback): `POST /v3/cluster/member/{list,add,promote,remove}` and `GET
+//! /health`, as `etcd_ring` uses them to join, promote and remove members
+//! the way Talos' etcd service does with clientv3. Member IDs are uint64s,
+//! which proto3 JSON writes as decimal strings. A member added but not
+//! started yet is listed with its peer URLs only (no name, no client
+//! URLs).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -55,6 +56,10 @@ pub struct Member {
     pub peer_urls: Vec<String>,
     #[serde(rename = "clientURLs", default)]
     pub client_urls: Vec<String>,
+    /// Added as a learner and not promoted yet: it follows the log but
+    /// neither votes nor counts for the quorum.
+    #[serde(rename = "isLearner", default)]
+    pub is_learner: bool,
 }
 
 impl Member {
@@ -81,11 +86,21 @@ pub async fn list(addr: SocketAddr) -> Result<Vec<Member>, EtcdApiError> {
     Ok(answer.members)
 }
 
-/// Adds a member that will listen for peers at `peer_url`; the members
-/// after that (the new one unnamed), as MemberAdd answers.
-pub async fn add(addr: SocketAddr, peer_url: &str) -> Result<Vec<Member>, EtcdApiError> {
-    let answer: Members = call(addr, "add", json!({"peerURLs": [peer_url]})).await?;
+/// Adds a learner that will listen for peers at `peer_url`, as Talos
+/// joins a control plane (MemberAddAsLearner): it cannot cost the ring its
+/// quorum while it catches up. The members after that (the new one
+/// unnamed), as MemberAdd answers.
+pub async fn add_learner(addr: SocketAddr, peer_url: &str) -> Result<Vec<Member>, EtcdApiError> {
+    let body = json!({"peerURLs": [peer_url], "isLearner": true});
+    let answer: Members = call(addr, "add", body).await?;
     Ok(answer.members)
+}
+
+/// Makes learner `id` a voting member; etcd refuses until it has caught
+/// up with the leader's log.
+pub async fn promote(addr: SocketAddr, id: u64) -> Result<(), EtcdApiError> {
+    let _: serde_json::Value = call(addr, "promote", json!({"ID": id.to_string()})).await?;
+    Ok(())
 }
 
 /// Removes member `id`.

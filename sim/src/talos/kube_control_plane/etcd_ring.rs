@@ -5,9 +5,14 @@
 //!
 //! - the ring's first member starts a new etcd cluster (from the snapshot
 //!   a recovering founder uploaded, when there is one: `restore`);
-//! - a member to be is added through a running member (MemberAdd), then
-//!   started with the cluster etcd answered, so etcd itself refuses a join
-//!   it cannot take (no quorum, too few members started);
+//! - a member to be is added through a running member as a learner
+//!   (MemberAddAsLearner), then started with the cluster etcd answered, so
+//!   etcd itself refuses a join it cannot take (no quorum, a learner
+//!   already catching up); once it runs it is promoted to a voter
+//!   (MemberPromote), which etcd refuses until it has caught up with the
+//!   leader, and which is tried again each pass, as Talos' etcd service
+//!   keeps trying. A learner never counts for the quorum, so a join cannot
+//!   cost the ring its quorum while the new member catches up;
 //! - a member the emulation lists no more is removed through a running
 //!   member (itself included, as a node leaving does), then stopped and
 //!   its data deleted; etcd refuses that without a healthy quorum too
@@ -18,7 +23,8 @@
 //!
 //! What etcd refused is reported, not hidden. kube-apiserver reaches the
 //! ring through one loopback port (`Front`) that passes each connection to
-//! a running member; EtcdSnapshot reads the node's own member. The members' ports are
+//! a running voter (a learner serves no writes); EtcdSnapshot reads the
+//! node's own member. The members' ports are
 //! kept in `etcd/members.json` in the ring's directory, so that members
 //! started again after the ring restarts keep the peer URLs etcd knows
 //! them by.
@@ -85,6 +91,9 @@ pub struct EtcdRing {
     running: BTreeMap<String, Component>,
     /// The members the emulation listed at the last reconcile.
     listed: BTreeSet<String>,
+    /// Running members etcd last listed as learners (or that joined as
+    /// one since): the front passes them nothing.
+    learners: BTreeSet<String>,
     front: Front,
 }
 
@@ -112,6 +121,7 @@ impl EtcdRing {
             ports,
             running: BTreeMap::new(),
             listed: BTreeSet::new(),
+            learners: BTreeSet::new(),
             front: Front::bind()?,
         })
     }
@@ -142,6 +152,11 @@ impl EtcdRing {
         }
         self.aim_front();
         Ok(())
+    }
+
+    /// The members whose process runs, by name.
+    pub fn running(&self) -> Vec<String> {
+        self.running.keys().cloned().collect()
     }
 
     /// Whether the ring answers through its front (it has a quorum).
@@ -191,7 +206,51 @@ impl EtcdRing {
             }
             self.aim_front();
         }
+        problems.extend(self.promote_learners().await);
         Ok(problems)
+    }
+
+    /// Promotes each running learner through a voter (a learner cannot
+    /// promote itself); what etcd refused, as problems. Refreshes which
+    /// members are learners, for the front.
+    async fn promote_learners(&mut self) -> Vec<String> {
+        let Some(addr) = self.any_voter(None) else {
+            return Vec::new();
+        };
+        let members = match etcd_api::list(addr).await {
+            Ok(members) => members,
+            Err(e) => return vec![format!("listing members to promote learners: {e}")],
+        };
+        // One that joined and has not started yet is listed unnamed: it
+        // stays a learner until etcd lists it as a voter.
+        let running = &self.running;
+        let voters: BTreeSet<&str> = members
+            .iter()
+            .filter(|m| m.started() && !m.is_learner)
+            .map(|m| m.name.as_str())
+            .collect();
+        self.learners
+            .retain(|name| running.contains_key(name) && !voters.contains(name.as_str()));
+        self.learners.extend(
+            members
+                .iter()
+                .filter(|m| m.is_learner && running.contains_key(&m.name))
+                .map(|m| m.name.clone()),
+        );
+        let mut problems = Vec::new();
+        for member in members.iter().filter(|m| m.is_learner && m.started()) {
+            if !self.running.contains_key(&member.name) {
+                continue; // its node is down: it cannot catch up
+            }
+            match etcd_api::promote(addr, member.id).await {
+                Ok(()) => {
+                    self.learners.remove(&member.name);
+                }
+                Err(e) => problems.push(format!("promoting learner {}: {e}", member.name)),
+            }
+        }
+        self.aim_front();
+        problems
     }
 
     fn files(&self, name: &str, ports: Ports) -> MemberFiles {
@@ -207,7 +266,7 @@ impl EtcdRing {
             if let Some(member) = members.iter().find(|m| m.peer_urls.contains(&peer_url)) {
                 // Through another member when one runs: a member removing
                 // itself stops answering at once.
-                let through = self.any_running(Some(name)).unwrap_or(addr);
+                let through = self.any_voter(Some(name)).unwrap_or(addr);
                 etcd_api::remove(through, member.id).await?;
             }
         } else if self.ports.keys().any(|other| other != name) {
@@ -261,12 +320,14 @@ impl EtcdRing {
             self.spawn(&member, &member.alone(), "new")?;
             return Ok(None);
         }
-        let Some(addr) = self.any_running(None) else {
-            return Ok(Some("no running member to join through".into()));
+        // A learner takes no membership change.
+        let Some(addr) = self.any_voter(None) else {
+            return Ok(Some("no running voter to join through".into()));
         };
         match self.join(addr, &member).await {
             Ok(Some(cluster)) => {
                 self.spawn(&member, &cluster, "existing")?;
+                self.learners.insert(name.to_string());
                 Ok(None)
             }
             Ok(None) => Ok(None),
@@ -274,12 +335,12 @@ impl EtcdRing {
         }
     }
 
-    /// Adds `member` through `addr` unless etcd lists it already (added
-    /// before it could start: that needs no quorum again, and without it
-    /// the ring may have none); the `--initial-cluster` it then starts
-    /// with. None: the ring is starting or has no quorum, which etcd's
-    /// MemberAdd needs (kube-apiserver's readiness shows it): the next
-    /// pass tries again.
+    /// Adds `member` as a learner through `addr` unless etcd lists it
+    /// already (added before it could start: that needs no quorum again,
+    /// and without it the ring may have none); the `--initial-cluster` it
+    /// then starts with. None: the ring is starting or has no quorum, which
+    /// etcd's MemberAdd needs (kube-apiserver's readiness shows it): the
+    /// next pass tries again.
     async fn join(&self, addr: SocketAddr, member: &MemberFiles) -> Result<Option<String>, String> {
         let ours = member.peer_url();
         let mut members = etcd_api::list(addr).await.map_err(|e| e.to_string())?;
@@ -287,7 +348,7 @@ impl EtcdRing {
             if !etcd_api::healthy(addr).await {
                 return Ok(None);
             }
-            members = etcd_api::add(addr, &ours)
+            members = etcd_api::add_learner(addr, &ours)
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -325,18 +386,28 @@ impl EtcdRing {
 
     /// A running member's client address, other than `except`.
     fn any_running(&self, except: Option<&str>) -> Option<SocketAddr> {
+        self.running_clients(except, false).next()
+    }
+
+    /// A running voter's client address, other than `except`.
+    fn any_voter(&self, except: Option<&str>) -> Option<SocketAddr> {
+        self.running_clients(except, true).next()
+    }
+
+    fn running_clients<'s>(
+        &'s self,
+        except: Option<&'s str>,
+        voters_only: bool,
+    ) -> impl Iterator<Item = SocketAddr> + 's {
         self.running
             .keys()
-            .filter(|name| Some(name.as_str()) != except)
-            .find_map(|name| Some(self.files(name, *self.ports.get(name)?).client()))
+            .filter(move |name| Some(name.as_str()) != except)
+            .filter(move |name| !(voters_only && self.learners.contains(*name)))
+            .filter_map(|name| Some(self.files(name, *self.ports.get(name)?).client()))
     }
 
     fn aim_front(&self) {
-        let targets = self
-            .running
-            .keys()
-            .filter_map(|name| Some(self.files(name, *self.ports.get(name)?).client()))
-            .collect();
+        let targets = self.running_clients(None, true).collect();
         *self.front.targets.lock().unwrap_or_else(|e| e.into_inner()) = targets;
     }
 

@@ -170,6 +170,8 @@ struct Ring {
     status: Status,
     nodes: Vec<NodeView>,
     etcd_members: Vec<etcd_api::Member>,
+    /// The members whose process hct-sim runs, by name.
+    etcd_running: Vec<String>,
 }
 
 /// What `/_sim/state` shows of a Node in a real API server.
@@ -217,11 +219,37 @@ impl Registry {
         }
     }
 
-    /// The ring's etcd members, unless it was removed meanwhile.
-    pub fn set_etcd_members(&self, store: &str, members: &[etcd_api::Member]) {
+    /// The ring's etcd members and which of them run, unless it was
+    /// removed meanwhile.
+    pub fn set_etcd_members(
+        &self,
+        store: &str,
+        members: &[etcd_api::Member],
+        running: Vec<String>,
+    ) {
         if let Some(entry) = self.lock().get_mut(store) {
             entry.etcd_members = members.to_vec();
+            entry.etcd_running = running;
         }
+    }
+
+    /// Whether the real etcd of `store`, serving, does not list the member
+    /// standing for emulated member `id` of node `hostname` as a started
+    /// voter: it is a learner still catching up, or not yet added or
+    /// started. False where `store` has no real etcd serving.
+    pub fn etcd_learner(&self, store: &str, hostname: &str, id: u64) -> bool {
+        let rings = self.lock();
+        let Some(ring) = rings.get(store) else {
+            return false;
+        };
+        if !matches!(ring.status, Status::Ready(_)) {
+            return false;
+        }
+        let name = etcd_member::member_name(hostname, id);
+        !ring
+            .etcd_members
+            .iter()
+            .any(|m| m.name == name && !m.is_learner)
     }
 
     /// Where the real etcd member `name` of `store` serves clients, once
@@ -249,7 +277,9 @@ impl Registry {
         self.lock().get(store).map(|ring| ring.status.clone())
     }
 
-    /// Each ring's status and Nodes, for `/_sim/state` (`kubernetes`).
+    /// Each ring's status, Nodes and etcd members (as etcd lists them, and
+    /// the names of those whose process runs), for `/_sim/state`
+    /// (`kubernetes`).
     pub fn to_json(&self) -> serde_json::Value {
         let rings = self.lock();
         rings
@@ -263,6 +293,7 @@ impl Registry {
                 let mut entry = status;
                 entry["nodes"] = serde_json::json!(ring.nodes);
                 entry["etcd_members"] = serde_json::json!(ring.etcd_members);
+                entry["etcd_running"] = serde_json::json!(ring.etcd_running);
                 (store.clone(), entry)
             })
             .collect::<serde_json::Map<_, _>>()
@@ -295,5 +326,49 @@ mod tests {
         assert_eq!(binaries.etcdutl, Some(PathBuf::from("/c/etcdutl")));
         let missing = KubeBinaries::from_lines("ETCD=/c/etcd\nKUBE_CONTROL_PLANE_VERSION=1.37.2\n");
         assert_eq!(missing.unwrap_err(), "no KUBE_APISERVER= line");
+    }
+
+    #[test]
+    fn a_member_is_a_learner_until_the_serving_real_etcd_lists_it_a_voter() {
+        let registry = Registry::default();
+        let store = "c/0000000000000001";
+        let member = |name: &str, is_learner: bool| etcd_api::Member {
+            id: 7,
+            name: name.into(),
+            peer_urls: Vec::new(),
+            client_urls: Vec::new(),
+            is_learner,
+        };
+        // No real etcd for the ring, or not serving: the emulation's word.
+        assert!(!registry.etcd_learner(store, "cp-2", 0xb));
+        registry.set(store, Status::Starting);
+        assert!(!registry.etcd_learner(store, "cp-2", 0xb));
+        let addr = SocketAddr::from(([127, 0, 0, 1], 9));
+        registry.set(
+            store,
+            Status::Ready(Endpoints {
+                api: addr,
+                etcd: addr,
+            }),
+        );
+        // Serving: not listed, unstarted, a learner, then a voter.
+        assert!(registry.etcd_learner(store, "cp-2", 0xb));
+        registry.set_etcd_members(store, &[member("cp-1-a", false), member("", true)], vec![]);
+        assert!(registry.etcd_learner(store, "cp-2", 0xb));
+        registry.set_etcd_members(
+            store,
+            &[member("cp-1-a", false), member("cp-2-b", true)],
+            vec![],
+        );
+        assert!(registry.etcd_learner(store, "cp-2", 0xb));
+        assert!(!registry.etcd_learner(store, "cp-1", 0xa));
+        registry.set_etcd_members(
+            store,
+            &[member("cp-1-a", false), member("cp-2-b", false)],
+            vec![],
+        );
+        assert!(!registry.etcd_learner(store, "cp-2", 0xb));
+        // Another member of the same node (it joined again) is not it.
+        assert!(registry.etcd_learner(store, "cp-2", 0xc));
     }
 }

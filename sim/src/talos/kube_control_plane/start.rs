@@ -190,7 +190,8 @@ async fn serve(
         let problems = etcd.reconcile(&seen.members, Some(&restorer)).await?;
         said.say(&spec.cluster_name, "etcd members", &problems);
         if let Ok(members) = etcd.members().await {
-            sim.control_planes.set_etcd_members(&spec.store, &members);
+            sim.control_planes
+                .set_etcd_members(&spec.store, &members, etcd.running());
         }
         // Talos creates what is missing at start and whenever the
         // manifests change.
