@@ -121,10 +121,13 @@ pub enum Expect {
     NotApplicable(&'static str),
     /// The operation succeeds through retries; every counted fault is used up.
     RidesOut { faults: Vec<String> },
-    /// The operation fails with a diagnostic that contains each of `names`.
+    /// The operation fails with a diagnostic that contains each of `names`;
+    /// `faults` are injected once the sim shows `from` (None: before the
+    /// operation starts).
     Fails {
         faults: Vec<String>,
         names: Vec<&'static str>,
+        from: Option<Trigger>,
     },
     /// The provider is SIGKILLed when the sim shows `when`; `stall` (faults)
     /// holds the operation at the step until then.
@@ -321,10 +324,12 @@ fn cell(step: Step, fault: Fault) -> Expect {
         (_, ServerErrors) => Expect::Fails {
             faults: vec![route_fault(step.route().unwrap(), "503", None)],
             names: [step.names(), vec!["injected by hct-sim"]].concat(),
+            from: None,
         },
         (_, FailedAction) => Expect::Fails {
             faults: vec![format!(r#"{{"action": "{}"}}"#, step.action().unwrap())],
             names: [step.names(), vec!["injected by hct-sim"]].concat(),
+            from: None,
         },
         // A node that is gone when it is to leave is deleted anyway.
         (ScaleDownReset, Unreachable) => Expect::RidesOut {
@@ -333,12 +338,18 @@ fn cell(step: Step, fault: Fault) -> Expect {
         (ConfigDelivery | PoolJoin, Unreachable) => Expect::Fails {
             faults: vec![talos("unreachable", step.node(), "")],
             names: step.names(),
+            from: None,
         },
         // Cut off the moment the call comes (the node answered before).
         (Bootstrap, Unreachable) => Expect::Fails {
             faults: vec![talos("call_fails", step.node(), r#", "call": "Bootstrap""#)],
             names: step.names(),
+            from: None,
         },
+        // From Bootstrap on: before it, hct's look for an existing etcd
+        // asks ServiceList too, whenever its own deadline ends a held
+        // EtcdMemberList before Talos' does (a race a loaded machine may
+        // lose), and the diagnostic would name that step.
         (HealthWait, Unreachable) => Expect::Fails {
             faults: vec![talos(
                 "call_fails",
@@ -346,6 +357,7 @@ fn cell(step: Step, fault: Fault) -> Expect {
                 r#", "call": "ServiceList""#,
             )],
             names: step.names(),
+            from: Some(Trigger::Bootstrapped("fm-cp-1")),
         },
         (_, Killed) => {
             let (stall, when) = step.kill_at();

@@ -450,13 +450,22 @@ pub fn unwrapped(text: &str) -> String {
 /// Polls `check` every second for up to two minutes, for what a real
 /// component does in its own time (a controller, a kubelet's next
 /// status); panics with the last thing it saw.
-pub fn eventually<T, E: std::fmt::Debug>(what: &str, mut check: impl FnMut() -> Result<T, E>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+pub fn eventually<T, E: std::fmt::Debug>(what: &str, check: impl FnMut() -> Result<T, E>) -> T {
+    eventually_within(what, std::time::Duration::from_secs(120), check)
+}
+
+/// [`eventually`] within `wait`.
+pub fn eventually_within<T, E: std::fmt::Debug>(
+    what: &str,
+    wait: std::time::Duration,
+    mut check: impl FnMut() -> Result<T, E>,
+) -> T {
+    let deadline = std::time::Instant::now() + wait;
     loop {
         match check() {
             Ok(done) => return done,
             Err(last) if std::time::Instant::now() > deadline => {
-                panic!("{what}: not within two minutes; last seen:\n{last:#?}")
+                panic!("{what}: not within {wait:?}; last seen:\n{last:#?}")
             }
             Err(_) => std::thread::sleep(std::time::Duration::from_secs(1)),
         }

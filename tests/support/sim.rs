@@ -294,15 +294,10 @@ pub fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
     assert_real_etcd_follows(sim, after);
 }
 
-/// On hct-sim's real control plane (unless `HCT_SIM_KUBERNETES=emulated`;
-/// a failed ring fails it): every
-/// ready ring's real etcd lists, by name (`<hostname>-<member id, hex>`),
-/// the very members the emulation lists for that ring, within a couple of
-/// minutes. What the emulation says of membership is then what etcd
-/// itself took.
-/// Waits until no ring's real etcd runs a member of node `hostname` (its
-/// node is down: hct-sim stops the member at its next pass). Nothing to
-/// wait for on the emulated API server.
+/// Waits until a ring's real etcd is ready and none runs a member of node
+/// `hostname` (its node is down: hct-sim stops the member at its next
+/// pass); a failed ring fails it. Nothing to wait for on the emulated API
+/// server.
 pub fn await_real_etcd_stopped(sim: &SimHandle, hostname: &str) {
     if !real_kubernetes_wanted() {
         return;
@@ -312,23 +307,35 @@ pub fn await_real_etcd_stopped(sim: &SimHandle, hostname: &str) {
         &format!("the real etcd member of {hostname} stopped"),
         || {
             let state = sim.state_json();
-            let running: Vec<String> = state["kubernetes"]
+            let rings: Vec<&serde_json::Value> = state["kubernetes"]
                 .as_object()
                 .into_iter()
                 .flat_map(|rings| rings.values())
+                .collect();
+            if let Some(failed) = rings.iter().find(|r| r["status"] == "failed") {
+                panic!("a real control plane failed: {failed}");
+            }
+            let running: Vec<String> = rings
+                .iter()
+                .filter(|ring| ring["status"] == "ready")
                 .flat_map(|ring| ring["etcd_running"].as_array().cloned().unwrap_or_default())
                 .filter_map(|name| name.as_str().map(String::from))
                 .filter(|name| name.starts_with(&prefix))
                 .collect();
-            if running.is_empty() {
-                Ok(())
-            } else {
-                Err(running)
+            match rings.iter().any(|r| r["status"] == "ready") && running.is_empty() {
+                true => Ok(()),
+                false => Err((running, state["kubernetes"].clone())),
             }
         },
     );
 }
 
+/// On hct-sim's real control plane (unless `HCT_SIM_KUBERNETES=emulated`;
+/// a failed ring fails it): every
+/// ready ring's real etcd lists, by name (`<hostname>-<member id, hex>`),
+/// the very members the emulation lists for that ring, within a couple of
+/// minutes. What the emulation says of membership is then what etcd
+/// itself took.
 pub fn assert_real_etcd_follows(sim: &SimHandle, after: &str) {
     if !real_kubernetes_wanted() {
         return;

@@ -264,7 +264,7 @@ impl MachineService for MachineApi {
         };
         // Where the ring's real etcd runs, it says which members are still
         // learners, as Talos lists one that joined and is catching up.
-        let real = &self.sim.control_planes;
+        let voters = self.sim.control_planes.etcd_voters(&listed.store);
         Ok(Response::new(pb::EtcdMemberListResponse {
             messages: vec![pb::EtcdMembers {
                 metadata,
@@ -273,7 +273,7 @@ impl MachineService for MachineApi {
                     .members
                     .into_iter()
                     .map(|m| pb::EtcdMember {
-                        is_learner: real.etcd_learner(&listed.store, m.hostname.as_str(), m.id),
+                        is_learner: etcd_members::is_learner(voters.as_ref(), &m),
                         id: m.id,
                         hostname: m.hostname,
                         peer_urls: Vec::new(),

@@ -178,4 +178,14 @@ impl Lab {
             incarnation: self.talos(id).node.run.incarnation,
         }
     }
+
+    /// The state hct-sim's services share, holding this lab's world.
+    pub fn into_app(self) -> crate::app::AppState {
+        std::sync::Arc::new(crate::app::Shared::new(
+            self.world,
+            "token".into(),
+            crate::ratelimit::RateLimiter::per_hour(3600),
+            crate::faults::RouteFaults::new(Vec::new(), None),
+        ))
+    }
 }

@@ -1,6 +1,7 @@
 //! EtcdMemberList as Talos answers it, and how long the machine API holds
 //! the call while no etcd answers (`service.rs`).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use tonic::metadata::MetadataMap;
@@ -11,6 +12,7 @@ use crate::talos::cluster::Clusters;
 use crate::talos::config::ClusterIdentity;
 use crate::talos::etcd;
 use crate::talos::kube_api::store::store_id;
+use crate::talos::kube_control_plane::etcd_member::member_name;
 use crate::talos::node::EtcdMember;
 
 /// How often a held member list looks for an etcd to answer it.
@@ -86,6 +88,13 @@ pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed,
     })
 }
 
+/// Whether Talos lists `member` as a learner: where the ring's real etcd
+/// runs, unless it lists the member's stand-in as a started voter
+/// (`voters`, from `Registry::etcd_voters`); never in the emulation alone.
+pub fn is_learner(voters: Option<&BTreeSet<String>>, member: &EtcdMember) -> bool {
+    voters.is_some_and(|voters| !voters.contains(&member_name(&member.hostname, member.id)))
+}
+
 /// The etcd cluster of `cluster` that answers a client of all the control
 /// planes: one with a member running (of the one with the most members,
 /// should the secrets run two).
@@ -102,6 +111,60 @@ fn answering_ring(world: &World, cluster: &ClusterIdentity) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::Timestamp;
+    use crate::talos::auth::Caller;
+    use crate::talos::kube_control_plane::Status;
+    use crate::talos::kube_control_plane::etcd_api::Member;
+    use crate::talos::pb::{self, machine_service_server::MachineService};
+    use crate::talos::service::MachineApi;
+    use crate::talos::testing::{Lab, cluster, control_plane};
+
+    /// The machine API of a bootstrapped control plane asked for the
+    /// members: whether Talos lists its one member as a learner, per what
+    /// the ring's real etcd says.
+    #[tokio::test]
+    async fn a_member_the_real_etcd_lists_no_voter_is_a_learner() {
+        // Some time before the wall clock, which the service reads.
+        let mut lab = Lab::starting_at(Timestamp::from_millis(
+            Timestamp::now().millis() - 3_600_000,
+        ));
+        let config = cluster().machine_config(&control_plane());
+        let cp = lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config));
+        lab.settle();
+        lab.on(cp, |w, at, _| super::super::bootstrap(w, at))
+            .unwrap();
+        lab.settle();
+        let at = lab.at(cp);
+        let listed = as_asked(&lab.world, at, false).unwrap();
+        let id = listed.members[0].id;
+        let sim = lab.into_app();
+        let api = MachineApi::new(sim.clone(), at);
+        let learner = || async {
+            let mut request = tonic::Request::new(pb::EtcdMemberListRequest { query_local: false });
+            request.extensions_mut().insert(Caller::Verified {
+                roles: vec!["os:admin".into()],
+            });
+            let answer = api.etcd_member_list(request).await.unwrap().into_inner();
+            answer.messages[0].members[0].is_learner
+        };
+        assert!(!learner().await, "the emulation alone lists voters");
+        sim.control_planes.set(&listed.store, Status::Starting);
+        assert!(learner().await, "the real etcd listed nothing yet");
+        let member = |is_learner| Member {
+            id: 1,
+            name: member_name("cp-1", id),
+            peer_urls: Vec::new(),
+            client_urls: Vec::new(),
+            is_learner,
+        };
+        let running = vec![member_name("cp-1", id)];
+        sim.control_planes
+            .set_etcd(&listed.store, Some(vec![member(true)]), running.clone());
+        assert!(learner().await, "the real etcd lists it a learner");
+        sim.control_planes
+            .set_etcd(&listed.store, Some(vec![member(false)]), running);
+        assert!(!learner().await, "the real etcd lists it a voter");
+    }
 
     fn held(value: Option<&str>) -> Duration {
         let mut metadata = MetadataMap::new();

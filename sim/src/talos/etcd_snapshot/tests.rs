@@ -156,13 +156,7 @@ fn served_lab() -> (crate::app::AppState, Id, Id, NodeRef) {
     let hour_ago = Timestamp::from_millis(Timestamp::now().millis() - 3_600_000);
     let (lab, cp, w) = bootstrapped_at(Lab::starting_at(hour_ago));
     let at = lab.at(cp);
-    let shared = crate::app::Shared::new(
-        lab.world,
-        "token".into(),
-        crate::ratelimit::RateLimiter::per_hour(3600),
-        crate::faults::RouteFaults::new(Vec::new(), None),
-    );
-    (std::sync::Arc::new(shared), cp, w, at)
+    (lab.into_app(), cp, w, at)
 }
 
 fn snapshot_request(roles: &[&str], node: Option<&str>) -> Request<pb::EtcdSnapshotRequest> {
@@ -281,15 +275,15 @@ async fn a_real_etcd_snapshot_is_a_bbolt_database_and_its_hash() {
         }),
     );
     // The node's own member, as the ring lists it.
-    registry.set_etcd_members(
+    registry.set_etcd(
         store,
-        &[crate::talos::kube_control_plane::etcd_api::Member {
+        Some(vec![crate::talos::kube_control_plane::etcd_api::Member {
             id: 1,
             name: member.name.clone(),
             peer_urls: vec![member.peer_url()],
             client_urls: vec![format!("http://{addr}")],
             is_learner: false,
-        }],
+        }]),
         vec![member.name.clone()],
     );
     let source = Source::Real {

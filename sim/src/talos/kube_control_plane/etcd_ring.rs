@@ -23,7 +23,8 @@
 //!
 //! What etcd refused is reported, not hidden. kube-apiserver reaches the
 //! ring through one loopback port (`Front`) that passes each connection to
-//! a running voter (a learner serves no writes); EtcdSnapshot reads the
+//! a running voter (a learner serves no writes, linearized reads or
+//! watches); EtcdSnapshot reads the
 //! node's own member. The members' ports are
 //! kept in `etcd/members.json` in the ring's directory, so that members
 //! started again after the ring restarts keep the peer URLs etcd knows
@@ -91,8 +92,9 @@ pub struct EtcdRing {
     running: BTreeMap<String, Component>,
     /// The members the emulation listed at the last reconcile.
     listed: BTreeSet<String>,
-    /// Running members etcd last listed as learners (or that joined as
-    /// one since): the front passes them nothing.
+    /// Running members etcd did not list as voters when last asked (or
+    /// started since, joined or from their data): the front passes them
+    /// nothing, and they are asked nothing but last.
     learners: BTreeSet<String>,
     front: Front,
 }
@@ -178,8 +180,10 @@ impl EtcdRing {
         wanted: &[Wanted],
         restorer: Option<&Restorer<'_>>,
     ) -> Result<Vec<String>, RingError> {
-        let mut problems = Vec::new();
         self.listed = wanted.iter().map(|w| w.name.clone()).collect();
+        // Promoted first too: etcd takes one learner at a time, so the
+        // next join waits for this one.
+        let mut problems = self.promote_learners().await;
         let gone: Vec<String> = self
             .ports
             .keys()
@@ -210,37 +214,26 @@ impl EtcdRing {
         Ok(problems)
     }
 
-    /// Promotes each running learner through a voter (a learner cannot
-    /// promote itself); what etcd refused, as problems. Refreshes which
-    /// members are learners, for the front.
+    /// Promotes each running learner the emulation lists through the
+    /// voter that listed it (a learner cannot promote itself); what etcd
+    /// refused, as problems.
     async fn promote_learners(&mut self) -> Vec<String> {
-        let Some(addr) = self.any_voter(None) else {
+        if self.running.is_empty() {
             return Vec::new();
-        };
-        let members = match etcd_api::list(addr).await {
-            Ok(members) => members,
+        }
+        let (addr, members) = match self.list().await {
+            Ok(listed) => listed,
+            // Nothing to promote that is known; a member just started may
+            // not answer yet.
+            Err(_) if self.learners.is_empty() => return Vec::new(),
             Err(e) => return vec![format!("listing members to promote learners: {e}")],
         };
-        // One that joined and has not started yet is listed unnamed: it
-        // stays a learner until etcd lists it as a voter.
-        let running = &self.running;
-        let voters: BTreeSet<&str> = members
-            .iter()
-            .filter(|m| m.started() && !m.is_learner)
-            .map(|m| m.name.as_str())
-            .collect();
-        self.learners
-            .retain(|name| running.contains_key(name) && !voters.contains(name.as_str()));
-        self.learners.extend(
-            members
-                .iter()
-                .filter(|m| m.is_learner && running.contains_key(&m.name))
-                .map(|m| m.name.clone()),
-        );
         let mut problems = Vec::new();
         for member in members.iter().filter(|m| m.is_learner && m.started()) {
-            if !self.running.contains_key(&member.name) {
-                continue; // its node is down: it cannot catch up
+            // Down, it cannot catch up; leaving, it would only raise the
+            // quorum its removal needs.
+            if !self.running.contains_key(&member.name) || !self.listed.contains(&member.name) {
+                continue;
             }
             match etcd_api::promote(addr, member.id).await {
                 Ok(()) => {
@@ -253,16 +246,55 @@ impl EtcdRing {
         problems
     }
 
+    /// The members etcd lists, and the client address of the running
+    /// member that listed them: voters are asked first, as a learner
+    /// answers no MemberList. Which running members are learners is taken
+    /// from it (those it does not list as started voters, by peer URL).
+    async fn list(&mut self) -> Result<(SocketAddr, Vec<Member>), EtcdApiError> {
+        let mut asked: Vec<&String> = self.running.keys().collect();
+        asked.sort_by_key(|name| self.learners.contains(*name));
+        let addrs: Vec<SocketAddr> = asked.iter().filter_map(|name| self.client(name)).collect();
+        let mut refused = EtcdApiError::Refused {
+            addr: self.front.addr,
+            what: "list",
+            message: "no member of the ring runs".into(),
+        };
+        for addr in addrs {
+            match etcd_api::list(addr).await {
+                Ok(members) => {
+                    let voters: BTreeSet<&String> = members
+                        .iter()
+                        .filter(|m| m.started() && !m.is_learner)
+                        .flat_map(|m| &m.peer_urls)
+                        .collect();
+                    self.learners = self
+                        .running
+                        .keys()
+                        .filter(|name| {
+                            let url = self.files(name, self.ports[*name]).peer_url();
+                            !voters.contains(&url)
+                        })
+                        .cloned()
+                        .collect();
+                    self.aim_front();
+                    return Ok((addr, members));
+                }
+                Err(e) => refused = e,
+            }
+        }
+        Err(refused)
+    }
+
     fn files(&self, name: &str, ports: Ports) -> MemberFiles {
         MemberFiles::of(&self.layout, name, ports)
     }
 
     /// Removes `name` from etcd's membership (if it is listed), through a
-    /// running member, then its process and data.
+    /// running voter, then its process and data.
     async fn remove(&mut self, name: &str) -> Result<(), EtcdApiError> {
         let peer_url = self.files(name, self.ports[name]).peer_url();
-        if let Some(addr) = self.any_running(None) {
-            let members = etcd_api::list(addr).await?;
+        if !self.running.is_empty() {
+            let (addr, members) = self.list().await?;
             if let Some(member) = members.iter().find(|m| m.peer_urls.contains(&peer_url)) {
                 // Through another member when one runs: a member removing
                 // itself stops answering at once.
@@ -311,6 +343,8 @@ impl EtcdRing {
         self.save()?;
         if member.has_data() {
             self.spawn(&member, &member.alone(), "existing")?;
+            // A voter or a learner, as etcd will list it.
+            self.learners.insert(name.to_string());
             return Ok(None);
         }
         if founding {
@@ -361,7 +395,7 @@ impl EtcdRing {
                 m.name.clone()
             } else {
                 return Err(format!(
-                    "member {url} was added but has not started yet (etcd takes one at a time)"
+                    "member {url} was added but has not started yet (etcd takes one learner at a time)"
                 ));
             };
             cluster.push(format!("{name}={url}"));
@@ -384,30 +418,25 @@ impl EtcdRing {
         Ok(())
     }
 
-    /// A running member's client address, other than `except`.
-    fn any_running(&self, except: Option<&str>) -> Option<SocketAddr> {
-        self.running_clients(except, false).next()
+    /// Where member `name` serves clients.
+    fn client(&self, name: &str) -> Option<SocketAddr> {
+        Some(self.files(name, *self.ports.get(name)?).client())
     }
 
     /// A running voter's client address, other than `except`.
     fn any_voter(&self, except: Option<&str>) -> Option<SocketAddr> {
-        self.running_clients(except, true).next()
+        self.voters(except).next()
     }
 
-    fn running_clients<'s>(
-        &'s self,
-        except: Option<&'s str>,
-        voters_only: bool,
-    ) -> impl Iterator<Item = SocketAddr> + 's {
+    fn voters<'s>(&'s self, except: Option<&'s str>) -> impl Iterator<Item = SocketAddr> + 's {
         self.running
             .keys()
-            .filter(move |name| Some(name.as_str()) != except)
-            .filter(move |name| !(voters_only && self.learners.contains(*name)))
-            .filter_map(|name| Some(self.files(name, *self.ports.get(name)?).client()))
+            .filter(move |name| Some(name.as_str()) != except && !self.learners.contains(*name))
+            .filter_map(|name| self.client(name))
     }
 
     fn aim_front(&self) {
-        let targets = self.running_clients(None, true).collect();
+        let targets = self.voters(None).collect();
         *self.front.targets.lock().unwrap_or_else(|e| e.into_inner()) = targets;
     }
 
@@ -424,7 +453,7 @@ impl EtcdRing {
 }
 
 /// A loopback port that passes each connection to the first running
-/// member that takes it (none: the connection is closed).
+/// voter that takes it (none: the connection is closed).
 struct Front {
     addr: SocketAddr,
     targets: Arc<Mutex<Vec<SocketAddr>>>,

@@ -34,8 +34,9 @@
 //! the node's own member.
 //!
 //! Not real here: the membership Talos' API reports (EtcdMemberList) is
-//! still the emulation's, which the real members follow; kube-scheduler
-//! (no pod is scheduled).
+//! still the emulation's, which the real members follow, but for which
+//! members are learners, which the real etcd says ([`Registry::etcd_voters`]);
+//! kube-scheduler (no pod is scheduled).
 
 pub mod addons;
 pub mod bootstrap;
@@ -155,7 +156,7 @@ pub struct Endpoints {
     /// kube-apiserver (HTTPS).
     pub api: SocketAddr,
     /// The ring's etcd front (plaintext gRPC and its JSON gateway), which
-    /// passes each connection to a running member (`etcd_ring`).
+    /// passes each connection to a running voter (`etcd_ring`).
     pub etcd: SocketAddr,
 }
 
@@ -169,7 +170,9 @@ pub struct Registry(std::sync::Mutex<BTreeMap<String, Ring>>);
 struct Ring {
     status: Status,
     nodes: Vec<NodeView>,
-    etcd_members: Vec<etcd_api::Member>,
+    /// As the real etcd last listed them; None until it did since the
+    /// ring last started.
+    etcd_members: Option<Vec<etcd_api::Member>>,
     /// The members whose process hct-sim runs, by name.
     etcd_running: Vec<String>,
 }
@@ -208,8 +211,15 @@ impl Registry {
         }
     }
 
+    /// A ring that starts or failed has no etcd members to show.
     pub fn set(&self, store: &str, status: Status) {
-        self.lock().entry(store.to_string()).or_default().status = status;
+        let mut rings = self.lock();
+        let ring = rings.entry(store.to_string()).or_default();
+        if !matches!(status, Status::Ready(_)) {
+            ring.etcd_members = None;
+            ring.etcd_running.clear();
+        }
+        ring.status = status;
     }
 
     /// The ring's Nodes, unless it was removed meanwhile.
@@ -219,37 +229,41 @@ impl Registry {
         }
     }
 
-    /// The ring's etcd members and which of them run, unless it was
-    /// removed meanwhile.
-    pub fn set_etcd_members(
+    /// The ring's etcd members as etcd lists them (None: it did not
+    /// answer, the last list stands) and which of them run, unless the
+    /// ring was removed meanwhile.
+    pub fn set_etcd(
         &self,
         store: &str,
-        members: &[etcd_api::Member],
+        members: Option<Vec<etcd_api::Member>>,
         running: Vec<String>,
     ) {
         if let Some(entry) = self.lock().get_mut(store) {
-            entry.etcd_members = members.to_vec();
+            if members.is_some() {
+                entry.etcd_members = members;
+            }
             entry.etcd_running = running;
         }
     }
 
-    /// Whether the real etcd of `store`, serving, does not list the member
-    /// standing for emulated member `id` of node `hostname` as a started
-    /// voter: it is a learner still catching up, or not yet added or
-    /// started. False where `store` has no real etcd serving.
-    pub fn etcd_learner(&self, store: &str, hostname: &str, id: u64) -> bool {
+    /// The names of the members the real etcd of `store` lists as started
+    /// voters (`etcd_member::member_name`): any other member of the ring is
+    /// a learner still catching up, or not yet added or started. Empty
+    /// while the ring starts and etcd has listed nothing yet; None where
+    /// `store` has no real etcd, or it failed: the emulation's word holds.
+    pub fn etcd_voters(&self, store: &str) -> Option<std::collections::BTreeSet<String>> {
         let rings = self.lock();
-        let Some(ring) = rings.get(store) else {
-            return false;
-        };
-        if !matches!(ring.status, Status::Ready(_)) {
-            return false;
+        let ring = rings.get(store)?;
+        if matches!(ring.status, Status::Failed(_)) {
+            return None;
         }
-        let name = etcd_member::member_name(hostname, id);
-        !ring
-            .etcd_members
-            .iter()
-            .any(|m| m.name == name && !m.is_learner)
+        let listed = ring.etcd_members.iter().flatten();
+        Some(
+            listed
+                .filter(|m| m.started() && !m.is_learner)
+                .map(|m| m.name.clone())
+                .collect(),
+        )
     }
 
     /// Where the real etcd member `name` of `store` serves clients, once
@@ -258,7 +272,11 @@ impl Registry {
         let deadline = tokio::time::Instant::now() + MEMBER_WAIT;
         loop {
             let listed = self.lock().get(store).and_then(|ring| {
-                let member = ring.etcd_members.iter().find(|m| m.name == name)?;
+                let member = ring
+                    .etcd_members
+                    .iter()
+                    .flatten()
+                    .find(|m| m.name == name)?;
                 let url = member.client_urls.first()?;
                 url.strip_prefix("http://")?.parse().ok()
             });
@@ -292,7 +310,8 @@ impl Registry {
                 };
                 let mut entry = status;
                 entry["nodes"] = serde_json::json!(ring.nodes);
-                entry["etcd_members"] = serde_json::json!(ring.etcd_members);
+                entry["etcd_members"] =
+                    serde_json::json!(ring.etcd_members.iter().flatten().collect::<Vec<_>>());
                 entry["etcd_running"] = serde_json::json!(ring.etcd_running);
                 (store.clone(), entry)
             })
@@ -329,7 +348,7 @@ mod tests {
     }
 
     #[test]
-    fn a_member_is_a_learner_until_the_serving_real_etcd_lists_it_a_voter() {
+    fn voters_are_the_started_ones_the_real_etcd_lists_since_the_ring_started() {
         let registry = Registry::default();
         let store = "c/0000000000000001";
         let member = |name: &str, is_learner: bool| etcd_api::Member {
@@ -339,10 +358,15 @@ mod tests {
             client_urls: Vec::new(),
             is_learner,
         };
-        // No real etcd for the ring, or not serving: the emulation's word.
-        assert!(!registry.etcd_learner(store, "cp-2", 0xb));
+        let voters = |names: &[&str]| Some(names.iter().map(|n| n.to_string()).collect());
+        // No real etcd for the ring: the emulation's word.
+        assert_eq!(registry.etcd_voters(store), None);
+        // Starting, nothing listed yet: no voter.
         registry.set(store, Status::Starting);
-        assert!(!registry.etcd_learner(store, "cp-2", 0xb));
+        assert_eq!(registry.etcd_voters(store), voters(&[]));
+        let listed = vec![member("cp-1-a", false), member("", true)];
+        registry.set_etcd(store, Some(listed), vec!["cp-1-a".into()]);
+        assert_eq!(registry.etcd_voters(store), voters(&["cp-1-a"]));
         let addr = SocketAddr::from(([127, 0, 0, 1], 9));
         registry.set(
             store,
@@ -351,24 +375,20 @@ mod tests {
                 etcd: addr,
             }),
         );
-        // Serving: not listed, unstarted, a learner, then a voter.
-        assert!(registry.etcd_learner(store, "cp-2", 0xb));
-        registry.set_etcd_members(store, &[member("cp-1-a", false), member("", true)], vec![]);
-        assert!(registry.etcd_learner(store, "cp-2", 0xb));
-        registry.set_etcd_members(
-            store,
-            &[member("cp-1-a", false), member("cp-2-b", true)],
-            vec![],
-        );
-        assert!(registry.etcd_learner(store, "cp-2", 0xb));
-        assert!(!registry.etcd_learner(store, "cp-1", 0xa));
-        registry.set_etcd_members(
-            store,
-            &[member("cp-1-a", false), member("cp-2-b", false)],
-            vec![],
-        );
-        assert!(!registry.etcd_learner(store, "cp-2", 0xb));
-        // Another member of the same node (it joined again) is not it.
-        assert!(registry.etcd_learner(store, "cp-2", 0xc));
+        let listed = vec![member("cp-1-a", false), member("cp-2-b", true)];
+        registry.set_etcd(store, Some(listed), vec![]);
+        assert_eq!(registry.etcd_voters(store), voters(&["cp-1-a"]));
+        // etcd did not answer: the last list stands.
+        registry.set_etcd(store, None, vec![]);
+        assert_eq!(registry.etcd_voters(store), voters(&["cp-1-a"]));
+        let listed = vec![member("cp-1-a", false), member("cp-2-b", false)];
+        registry.set_etcd(store, Some(listed), vec![]);
+        assert_eq!(registry.etcd_voters(store), voters(&["cp-1-a", "cp-2-b"]));
+        // Started again, what the last run listed is gone; failed, the
+        // emulation's word holds again.
+        registry.set(store, Status::Starting);
+        assert_eq!(registry.etcd_voters(store), voters(&[]));
+        registry.set(store, Status::Failed("gone".into()));
+        assert_eq!(registry.etcd_voters(store), None);
     }
 }

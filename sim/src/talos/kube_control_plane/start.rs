@@ -139,6 +139,7 @@ async fn serve(
             .reconcile(&read_world(sim, spec).members, Some(&restorer))
             .await?;
         said.say(&spec.cluster_name, "etcd members", &problems);
+        publish_etcd(sim, spec, &etcd).await;
         if admin.get("/readyz").await.is_ok_and(|a| a.ok()) {
             break;
         }
@@ -189,10 +190,7 @@ async fn serve(
         let seen = read_world(sim, spec);
         let problems = etcd.reconcile(&seen.members, Some(&restorer)).await?;
         said.say(&spec.cluster_name, "etcd members", &problems);
-        if let Ok(members) = etcd.members().await {
-            sim.control_planes
-                .set_etcd_members(&spec.store, &members, etcd.running());
-        }
+        publish_etcd(sim, spec, &etcd).await;
         // Talos creates what is missing at start and whenever the
         // manifests change.
         if applied.as_ref() != Some(&seen.objects) {
@@ -230,6 +228,14 @@ async fn serve(
         addons.sync(&admin, spec, &layout, &base).await;
         tokio::time::sleep(PASS).await;
     }
+}
+
+/// What the ring's real etcd lists, and which members run, for the
+/// registry (EtcdMemberList's learners, `/_sim/state`).
+async fn publish_etcd(sim: &AppState, spec: &ControlPlaneSpec, etcd: &EtcdRing) {
+    let members = etcd.members().await.ok();
+    sim.control_planes
+        .set_etcd(&spec.store, members, etcd.running());
 }
 
 /// What a pass reads of the world: the cluster's nodes as its kubelets see
