@@ -31,15 +31,12 @@
 //! them by.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{SocketAddr, TcpListener as StdListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
 
 use super::KubeBinaries;
 use super::etcd_api::{self, EtcdApiError, Member};
+use super::etcd_front::Front;
 use super::etcd_member::{MemberFiles, Ports};
 use super::files::Layout;
 use super::process::{Component, ProcessError};
@@ -124,7 +121,7 @@ impl EtcdRing {
             running: BTreeMap::new(),
             listed: BTreeSet::new(),
             learners: BTreeSet::new(),
-            front: Front::bind()?,
+            front: Front::bind().map_err(RingError::Port)?,
         })
     }
 
@@ -437,7 +434,7 @@ impl EtcdRing {
 
     fn aim_front(&self) {
         let targets = self.voters(None).collect();
-        *self.front.targets.lock().unwrap_or_else(|e| e.into_inner()) = targets;
+        self.front.aim(targets);
     }
 
     fn save(&self) -> Result<(), RingError> {
@@ -449,62 +446,6 @@ impl EtcdRing {
         std::fs::create_dir_all(self.layout.path("etcd")).map_err(write)?;
         let text = serde_json::to_vec(&self.ports).map_err(|e| write(std::io::Error::other(e)))?;
         std::fs::write(&path, text).map_err(write)
-    }
-}
-
-/// A loopback port that passes each connection to the first running
-/// voter that takes it (none: the connection is closed).
-struct Front {
-    addr: SocketAddr,
-    targets: Arc<Mutex<Vec<SocketAddr>>>,
-    task: JoinHandle<()>,
-}
-
-impl Front {
-    fn bind() -> Result<Self, RingError> {
-        let std = StdListener::bind(("127.0.0.1", 0)).map_err(RingError::Port)?;
-        std.set_nonblocking(true).map_err(RingError::Port)?;
-        let addr = std.local_addr().map_err(RingError::Port)?;
-        let listener = TcpListener::from_std(std).map_err(RingError::Port)?;
-        let targets: Arc<Mutex<Vec<SocketAddr>>> = Arc::default();
-        let task = tokio::spawn(pass_on(listener, targets.clone()));
-        Ok(Self {
-            addr,
-            targets,
-            task,
-        })
-    }
-}
-
-impl Drop for Front {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Passes each connection on until aborted; the connections end with it.
-async fn pass_on(listener: TcpListener, targets: Arc<Mutex<Vec<SocketAddr>>>) {
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let (mut client, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                // Out of descriptors for a moment, say: not for good.
-                tracing::warn!("etcd front: accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        while connections.try_join_next().is_some() {}
-        let targets = targets.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        connections.spawn(async move {
-            for target in targets {
-                if let Ok(mut member) = TcpStream::connect(target).await {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut member).await;
-                    return;
-                }
-            }
-        });
     }
 }
 

@@ -126,7 +126,7 @@ async fn members_join_leave_and_stop_as_etcd_allows() {
     let listed = ring.members().await.unwrap();
     let b = listed.iter().find(|m| m.peer_urls.contains(&b_url));
     assert!(b.is_some_and(|b| b.is_learner), "{listed:?}");
-    let front = ring.front.targets.lock().unwrap().clone();
+    let front = ring.front.targets();
     let client = |name: &str| MemberFiles::of(&layout, name, ring.ports[name]).client();
     assert_eq!(front, [client("a")], "the front passes b nothing");
     assert!(ring.healthy().await, "a keeps the quorum while b joins");

@@ -42,6 +42,7 @@ pub mod addons;
 pub mod bootstrap;
 pub mod client;
 pub mod etcd_api;
+pub mod etcd_front;
 pub mod etcd_member;
 pub mod etcd_ring;
 pub mod files;
