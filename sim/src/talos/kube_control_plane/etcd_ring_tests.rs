@@ -196,6 +196,58 @@ async fn members_join_leave_and_stop_as_etcd_allows() {
     assert_eq!(get(&ring, "k").await.as_deref(), Some("v3"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learner_started_again_stays_out_of_the_front_until_promoted() {
+    let Some(binary) = crate::talos::testing::peer("ETCD") else {
+        eprintln!("SKIPPED: no real etcd (set HCT_PEERS_ENV to scripts/ensure-peers' output)");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let layout = Layout::of(work.path(), "lab/0000000000000003");
+    let mut ring = EtcdRing::open(&binary, &layout).unwrap();
+    settle(&mut ring, &[("a", true)], all_of(&["a"])).await;
+    put(&ring, "k", "v1").await;
+    // b is added as a learner and started; the ring stops once etcd lists
+    // it started, with no pass since that could have promoted it.
+    let both = [("a", true), ("b", true)];
+    ring.reconcile(&wanted(&both), None).await.unwrap();
+    let b = MemberFiles::of(&layout, "b", ring.ports["b"]);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed = ring.members().await.unwrap_or_default();
+        if b.has_data() && listed.iter().any(|m| m.name == "b" && m.is_learner) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "b never started: {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(ring);
+
+    // Started again, the ring knows nothing of who is a learner: etcd
+    // still lists b as one, and the front passes b nothing until it is
+    // promoted.
+    let mut ring = EtcdRing::open(&binary, &layout).unwrap();
+    ring.reconcile(&wanted(&both), None).await.unwrap();
+    let ports = ring.ports.clone();
+    let client = |name: &str| MemberFiles::of(&layout, name, ports[name]).client();
+    assert!(
+        !ring.front.targets().contains(&client("b")),
+        "{:?}",
+        ring.front.targets()
+    );
+    settle(&mut ring, &both, all_of(&["a", "b"])).await;
+    assert!(healthy_within(&ring, Duration::from_secs(30)).await);
+    let mut front = ring.front.targets();
+    front.sort();
+    let mut voters = vec![client("a"), client("b")];
+    voters.sort();
+    assert_eq!(front, voters, "both voters, both in the front");
+    assert_eq!(get(&ring, "k").await.as_deref(), Some("v1"));
+}
+
 #[tokio::test]
 async fn a_member_to_be_waits_for_a_running_voter_to_join_through() {
     let work = tempfile::tempdir().unwrap();
