@@ -262,8 +262,12 @@ impl MachineService for MachineApi {
                 (answer, metadata) => break (answer.map_err(status)?, metadata),
             }
         };
-        // Where the ring's real etcd runs, it says which members are still
-        // learners, as Talos lists one that joined and is catching up.
+        // Where the ring's real etcd runs, it says whether it has a leader
+        // and which members are still learners, as Talos lists one that
+        // joined and is catching up.
+        if self.sim.control_planes.etcd_leaderless(&listed.store) {
+            return Err(status(CallError::EtcdNoLeader));
+        }
         let voters = self.sim.control_planes.etcd_voters(&listed.store);
         Ok(Response::new(pb::EtcdMemberListResponse {
             messages: vec![pb::EtcdMembers {

@@ -164,6 +164,16 @@ mod tests {
         sim.control_planes
             .set_etcd(&listed.store, Some(vec![member(false)]), running);
         assert!(!learner().await, "the real etcd lists it a voter");
+        // Its process stopped (the sim has yet to see the node down): the
+        // real etcd has no leader, whatever the emulation counts.
+        sim.control_planes
+            .set_etcd(&listed.store, Some(vec![member(false)]), Vec::new());
+        let mut request = tonic::Request::new(pb::EtcdMemberListRequest { query_local: false });
+        request.extensions_mut().insert(Caller::Verified {
+            roles: vec!["os:admin".into()],
+        });
+        let refused = api.etcd_member_list(request).await.unwrap_err();
+        assert_eq!(refused.message(), "etcdserver: no leader");
     }
 
     fn held(value: Option<&str>) -> Duration {

@@ -35,7 +35,8 @@
 //!
 //! Not real here: the membership Talos' API reports (EtcdMemberList) is
 //! still the emulation's, which the real members follow, but for which
-//! members are learners, which the real etcd says ([`Registry::etcd_voters`]);
+//! members are learners and whether etcd has a leader, which the real etcd
+//! says ([`Registry::etcd_voters`], [`Registry::etcd_leaderless`]);
 //! kube-scheduler (no pod is scheduled).
 
 pub mod addons;
@@ -267,6 +268,30 @@ impl Registry {
         )
     }
 
+    /// Whether the voters the real etcd of `store` last listed are too few
+    /// running for a quorum, so etcd has no leader (the emulation may
+    /// still count a learner, or a member the sim has yet to stop). False
+    /// where that is not known.
+    pub fn etcd_leaderless(&self, store: &str) -> bool {
+        let rings = self.lock();
+        let Some(ring) = rings.get(store) else {
+            return false;
+        };
+        let voters: Vec<&etcd_api::Member> = ring
+            .etcd_members
+            .iter()
+            .flatten()
+            .filter(|m| m.started() && !m.is_learner)
+            .collect();
+        let running = voters
+            .iter()
+            .filter(|m| ring.etcd_running.contains(&m.name))
+            .count();
+        !matches!(ring.status, Status::Failed(_))
+            && !voters.is_empty()
+            && running * 2 <= voters.len()
+    }
+
     /// Where the real etcd member `name` of `store` serves clients, once
     /// the ring lists it started; None if it does not within a while.
     pub async fn etcd_member(&self, store: &str, name: &str) -> Option<SocketAddr> {
@@ -389,7 +414,30 @@ mod tests {
         // emulation's word holds again.
         registry.set(store, Status::Starting);
         assert_eq!(registry.etcd_voters(store), voters(&[]));
+        assert!(
+            !registry.etcd_leaderless(store),
+            "nothing listed: not known"
+        );
+        // Two voters, one running: no quorum, as etcd says; then both.
+        let two = vec![member("cp-1-a", false), member("cp-2-b", false)];
+        registry.set_etcd(store, Some(two.clone()), vec!["cp-1-a".into()]);
+        assert!(registry.etcd_leaderless(store));
+        registry.set_etcd(store, Some(two), vec!["cp-1-a".into(), "cp-2-b".into()]);
+        assert!(!registry.etcd_leaderless(store));
+        // A learner running does not count.
+        let with_learner = vec![
+            member("cp-1-a", false),
+            member("cp-2-b", false),
+            member("cp-3-c", true),
+        ];
+        registry.set_etcd(
+            store,
+            Some(with_learner),
+            vec!["cp-1-a".into(), "cp-3-c".into()],
+        );
+        assert!(registry.etcd_leaderless(store));
         registry.set(store, Status::Failed("gone".into()));
         assert_eq!(registry.etcd_voters(store), None);
+        assert!(!registry.etcd_leaderless(store));
     }
 }
