@@ -139,12 +139,15 @@ mod tests {
         let id = listed.members[0].id;
         let sim = lab.into_app();
         let api = MachineApi::new(sim.clone(), at);
-        let learner = || async {
+        let ask = || async {
             let mut request = tonic::Request::new(pb::EtcdMemberListRequest { query_local: false });
             request.extensions_mut().insert(Caller::Verified {
                 roles: vec!["os:admin".into()],
             });
-            let answer = api.etcd_member_list(request).await.unwrap().into_inner();
+            api.etcd_member_list(request).await
+        };
+        let learner = || async {
+            let answer = ask().await.unwrap().into_inner();
             answer.messages[0].members[0].is_learner
         };
         assert!(!learner().await, "the emulation alone lists voters");
@@ -168,11 +171,7 @@ mod tests {
         // real etcd has no leader, whatever the emulation counts.
         sim.control_planes
             .set_etcd(&listed.store, Some(vec![member(false)]), Vec::new());
-        let mut request = tonic::Request::new(pb::EtcdMemberListRequest { query_local: false });
-        request.extensions_mut().insert(Caller::Verified {
-            roles: vec!["os:admin".into()],
-        });
-        let refused = api.etcd_member_list(request).await.unwrap_err();
+        let refused = ask().await.unwrap_err();
         assert_eq!(refused.message(), "etcdserver: no leader");
     }
 

@@ -66,6 +66,11 @@ impl Member {
     pub fn started(&self) -> bool {
         !self.name.is_empty()
     }
+
+    /// Started and promoted: it votes and counts for the quorum.
+    pub fn voter(&self) -> bool {
+        self.started() && !self.is_learner
+    }
 }
 
 fn decimal<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {

@@ -215,14 +215,15 @@ impl EtcdRing {
     /// voter that listed it (a learner cannot promote itself); what etcd
     /// refused, as problems.
     async fn promote_learners(&mut self) -> Vec<String> {
-        if self.running.is_empty() {
+        // Every member that starts is taken for a learner until a list
+        // says otherwise: with none running, no list is needed.
+        let running = &self.running;
+        self.learners.retain(|name| running.contains_key(name));
+        if self.learners.is_empty() {
             return Vec::new();
         }
         let (addr, members) = match self.list().await {
             Ok(listed) => listed,
-            // Nothing to promote that is known; a member just started may
-            // not answer yet.
-            Err(_) if self.learners.is_empty() => return Vec::new(),
             Err(e) => return vec![format!("listing members to promote learners: {e}")],
         };
         let mut problems = Vec::new();
@@ -261,7 +262,7 @@ impl EtcdRing {
                 Ok(members) => {
                     let voters: BTreeSet<&String> = members
                         .iter()
-                        .filter(|m| m.started() && !m.is_learner)
+                        .filter(|m| m.voter())
                         .flat_map(|m| &m.peer_urls)
                         .collect();
                     self.learners = self

@@ -95,6 +95,18 @@ async fn get(ring: &EtcdRing, key: &str) -> Option<String> {
     String::from_utf8(BASE64.decode(encoded).ok()?).ok()
 }
 
+/// Real etcd's binary and a ring's files in a new directory (kept while
+/// the first is); None, saying so, without the peers.
+fn real_ring_files(store: &str) -> Option<(tempfile::TempDir, std::path::PathBuf, Layout)> {
+    let Some(binary) = crate::talos::testing::peer("ETCD") else {
+        eprintln!("SKIPPED: no real etcd (set HCT_PEERS_ENV to scripts/ensure-peers' output)");
+        return None;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let layout = Layout::of(work.path(), &format!("lab/{store}"));
+    Some((work, binary, layout))
+}
+
 fn all_of(names: &[&str]) -> impl Fn(&[String]) -> bool {
     let wanted: Vec<String> = names.iter().map(ToString::to_string).collect();
     move |listed| listed == wanted.as_slice()
@@ -102,12 +114,9 @@ fn all_of(names: &[&str]) -> impl Fn(&[String]) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn members_join_leave_and_stop_as_etcd_allows() {
-    let Some(binary) = crate::talos::testing::peer("ETCD") else {
-        eprintln!("SKIPPED: no real etcd (set HCT_PEERS_ENV to scripts/ensure-peers' output)");
+    let Some((_work, binary, layout)) = real_ring_files("0000000000000001") else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let layout = Layout::of(work.path(), "lab/0000000000000001");
     let mut ring = EtcdRing::open(&binary, &layout).unwrap();
 
     // The founder starts a cluster of its own; the others join one at a
@@ -198,12 +207,9 @@ async fn members_join_leave_and_stop_as_etcd_allows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_learner_started_again_stays_out_of_the_front_until_promoted() {
-    let Some(binary) = crate::talos::testing::peer("ETCD") else {
-        eprintln!("SKIPPED: no real etcd (set HCT_PEERS_ENV to scripts/ensure-peers' output)");
+    let Some((_work, binary, layout)) = real_ring_files("0000000000000003") else {
         return;
     };
-    let work = tempfile::tempdir().unwrap();
-    let layout = Layout::of(work.path(), "lab/0000000000000003");
     let mut ring = EtcdRing::open(&binary, &layout).unwrap();
     settle(&mut ring, &[("a", true)], all_of(&["a"])).await;
     put(&ring, "k", "v1").await;

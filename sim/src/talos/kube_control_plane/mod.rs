@@ -179,6 +179,15 @@ struct Ring {
     etcd_running: Vec<String>,
 }
 
+impl Ring {
+    /// The voters its real etcd last listed; None where it failed (the
+    /// emulation's word holds).
+    fn voters(&self) -> Option<impl Iterator<Item = &etcd_api::Member>> {
+        let failed = matches!(self.status, Status::Failed(_));
+        (!failed).then(|| self.etcd_members.iter().flatten().filter(|m| m.voter()))
+    }
+}
+
 /// What `/_sim/state` shows of a Node in a real API server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NodeView {
@@ -255,14 +264,10 @@ impl Registry {
     /// `store` has no real etcd, or it failed: the emulation's word holds.
     pub fn etcd_voters(&self, store: &str) -> Option<std::collections::BTreeSet<String>> {
         let rings = self.lock();
-        let ring = rings.get(store)?;
-        if matches!(ring.status, Status::Failed(_)) {
-            return None;
-        }
-        let listed = ring.etcd_members.iter().flatten();
         Some(
-            listed
-                .filter(|m| m.started() && !m.is_learner)
+            rings
+                .get(store)?
+                .voters()?
                 .map(|m| m.name.clone())
                 .collect(),
         )
@@ -277,19 +282,16 @@ impl Registry {
         let Some(ring) = rings.get(store) else {
             return false;
         };
-        let voters: Vec<&etcd_api::Member> = ring
-            .etcd_members
-            .iter()
-            .flatten()
-            .filter(|m| m.started() && !m.is_learner)
-            .collect();
-        let running = voters
-            .iter()
-            .filter(|m| ring.etcd_running.contains(&m.name))
-            .count();
-        !matches!(ring.status, Status::Failed(_))
-            && !voters.is_empty()
-            && running * 2 <= voters.len()
+        let Some(voters) = ring.voters() else {
+            return false;
+        };
+        let (all, running) = voters.fold((0, 0), |(all, running), m| {
+            (
+                all + 1,
+                running + usize::from(ring.etcd_running.contains(&m.name)),
+            )
+        });
+        all > 0 && running * 2 <= all
     }
 
     /// Where the real etcd member `name` of `store` serves clients, once
