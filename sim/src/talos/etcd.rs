@@ -14,6 +14,7 @@
 //! and what the API servers' quorum check counts.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
@@ -63,6 +64,21 @@ fn server_of(world: &World, id: u64) -> Option<&Server> {
                 || t.node.departed.as_ref().map(|d| d.member.id) == Some(id)
         })
     })
+}
+
+/// The address member `id` of `cluster` advertises to its peers and
+/// clients (the node's address in the etcd subnet), while its node is
+/// configured for `cluster`.
+pub fn advertised(world: &World, cluster: &ClusterIdentity, id: u64) -> Option<IpAddr> {
+    let server = server_of(world, id)?;
+    let config = server.talos.as_ref()?.node.config()?;
+    (config.cluster == *cluster)
+        .then(|| {
+            config
+                .subnets
+                .etcd_address(&super::cluster::private_ips(server))
+        })
+        .flatten()
 }
 
 /// The members etcd cluster `ring` of `cluster` lists, with whether each

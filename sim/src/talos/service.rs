@@ -263,27 +263,16 @@ impl MachineService for MachineApi {
             }
         };
         // Where the ring's real etcd runs, it says whether it has a leader
-        // and which members are still learners, as Talos lists one that
-        // joined and is catching up.
+        // and which members there are.
         if self.sim.control_planes.etcd_leaderless(&listed.store) {
             return Err(status(CallError::EtcdNoLeader));
         }
-        let voters = self.sim.control_planes.etcd_voters(&listed.store);
+        let real = self.sim.control_planes.etcd_listing(&listed.store);
         Ok(Response::new(pb::EtcdMemberListResponse {
             messages: vec![pb::EtcdMembers {
                 metadata,
                 legacy_members: Vec::new(),
-                members: listed
-                    .members
-                    .into_iter()
-                    .map(|m| pb::EtcdMember {
-                        is_learner: etcd_members::is_learner(voters.as_ref(), &m),
-                        id: m.id,
-                        hostname: m.hostname,
-                        peer_urls: Vec::new(),
-                        client_urls: Vec::new(),
-                    })
-                    .collect(),
+                members: etcd_members::answer(listed, real),
             }],
         }))
     }

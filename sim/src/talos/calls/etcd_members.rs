@@ -1,7 +1,8 @@
 //! EtcdMemberList as Talos answers it, and how long the machine API holds
 //! the call while no etcd answers (`service.rs`).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use tonic::metadata::MetadataMap;
@@ -12,8 +13,10 @@ use crate::talos::cluster::Clusters;
 use crate::talos::config::ClusterIdentity;
 use crate::talos::etcd;
 use crate::talos::kube_api::store::store_id;
-use crate::talos::kube_control_plane::etcd_member::member_name;
+use crate::talos::kube_control_plane::EtcdListing;
+use crate::talos::kube_control_plane::etcd_member::parse_member_name;
 use crate::talos::node::EtcdMember;
+use crate::talos::pb;
 
 /// How often a held member list looks for an etcd to answer it.
 pub const RETRY: Duration = Duration::from_millis(100);
@@ -44,12 +47,18 @@ pub fn held_for(metadata: &MetadataMap) -> Duration {
     timeout.unwrap_or(LONGEST_HOLD).min(LONGEST_HOLD)
 }
 
-/// The members an EtcdMemberList answers with, and the store id
-/// (`kube_api::store::store_id`) of their etcd cluster.
+/// The ports etcd serves its peers and its clients on, on a Talos node.
+const PEER_PORT: u16 = 2380;
+const CLIENT_PORT: u16 = 2379;
+
+/// The members the emulation lists for an EtcdMemberList, the store id
+/// (`kube_api::store::store_id`) of their etcd cluster, and the address
+/// each member advertises, by its id.
 #[derive(Debug)]
 pub struct Listed {
     pub store: String,
     pub members: Vec<EtcdMember>,
+    pub addresses: BTreeMap<u64, IpAddr>,
 }
 
 /// What a control plane answers to EtcdMemberList, as Talos does (its
@@ -82,17 +91,68 @@ pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed,
     };
     let ring = ring.ok_or(CallError::EtcdUnreachable)?;
     etcd::quorum(world, cluster, ring).map_err(|_| CallError::EtcdNoLeader)?;
+    let members = Clusters::of(world).members(cluster, ring);
+    let addresses = members
+        .iter()
+        .filter_map(|m| Some((m.id, etcd::advertised(world, cluster, m.id)?)))
+        .collect();
     Ok(Listed {
         store: store_id(cluster, ring),
-        members: Clusters::of(world).members(cluster, ring),
+        members,
+        addresses,
     })
 }
 
-/// Whether Talos lists `member` as a learner: where the ring's real etcd
-/// runs, unless it lists the member's stand-in as a started voter
-/// (`voters`, from `Registry::etcd_voters`); never in the emulation alone.
-pub fn is_learner(voters: Option<&BTreeSet<String>>, member: &EtcdMember) -> bool {
-    voters.is_some_and(|voters| !voters.contains(&member_name(&member.hostname, member.id)))
+/// The members Talos answers with, given what the ring's real etcd says
+/// (`Registry::etcd_listing`): once it has listed them, its members as
+/// it lists them (its IDs and learners; the hostname is the member's
+/// name, after the node, and none for a member added and not started
+/// yet); while it starts and has listed nothing, the emulation's, each
+/// still a learner; with no real etcd, the emulation's, as voters. Peer
+/// and client URLs are the address the member's node advertises.
+pub fn answer(listed: Listed, real: EtcdListing) -> Vec<pb::EtcdMember> {
+    let urls = |id: u64| match listed.addresses.get(&id) {
+        Some(ip) => (
+            vec![format!("https://{}", SocketAddr::new(*ip, PEER_PORT))],
+            vec![format!("https://{}", SocketAddr::new(*ip, CLIENT_PORT))],
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    let learners = match real {
+        EtcdListing::Listed(members) => {
+            return members
+                .into_iter()
+                .map(|m| {
+                    let named = parse_member_name(&m.name);
+                    let (peer_urls, client_urls) =
+                        named.map(|(_, id)| urls(id)).unwrap_or_default();
+                    pb::EtcdMember {
+                        id: m.id,
+                        hostname: named.map_or(m.name.clone(), |(hostname, _)| hostname.into()),
+                        peer_urls,
+                        client_urls,
+                        is_learner: m.is_learner,
+                    }
+                })
+                .collect();
+        }
+        EtcdListing::Starting => true,
+        EtcdListing::Emulated => false,
+    };
+    listed
+        .members
+        .iter()
+        .map(|m| {
+            let (peer_urls, client_urls) = urls(m.id);
+            pb::EtcdMember {
+                id: m.id,
+                hostname: m.hostname.clone(),
+                peer_urls,
+                client_urls,
+                is_learner: learners,
+            }
+        })
+        .collect()
 }
 
 /// The etcd cluster of `cluster` that answers a client of all the control
@@ -115,15 +175,16 @@ mod tests {
     use crate::talos::auth::Caller;
     use crate::talos::kube_control_plane::Status;
     use crate::talos::kube_control_plane::etcd_api::Member;
+    use crate::talos::kube_control_plane::etcd_member::member_name;
     use crate::talos::pb::{self, machine_service_server::MachineService};
     use crate::talos::service::MachineApi;
     use crate::talos::testing::{Lab, cluster, control_plane};
 
     /// The machine API of a bootstrapped control plane asked for the
-    /// members: whether Talos lists its one member as a learner, per what
-    /// the ring's real etcd says.
+    /// members: the emulation's until the ring's real etcd lists them,
+    /// then the real etcd's, with its IDs and learners.
     #[tokio::test]
-    async fn a_member_the_real_etcd_lists_no_voter_is_a_learner() {
+    async fn the_members_are_the_real_etcds_once_it_lists_them() {
         // Some time before the wall clock, which the service reads.
         let mut lab = Lab::starting_at(Timestamp::from_millis(
             Timestamp::now().millis() - 3_600_000,
@@ -146,31 +207,73 @@ mod tests {
             });
             api.etcd_member_list(request).await
         };
-        let learner = || async {
+        // (id, hostname, learner) of each member answered.
+        let members = || async {
             let answer = ask().await.unwrap().into_inner();
-            answer.messages[0].members[0].is_learner
+            let members = &answer.messages[0].members;
+            members
+                .iter()
+                .map(|m| (m.id, m.hostname.clone(), m.is_learner))
+                .collect::<Vec<_>>()
         };
-        assert!(!learner().await, "the emulation alone lists voters");
+        let answer = ask().await.unwrap().into_inner();
+        let only = &answer.messages[0].members[0];
+        assert_eq!(
+            (only.peer_urls.as_slice(), only.client_urls.as_slice()),
+            (
+                &["https://10.0.128.11:2380".to_string()][..],
+                &["https://10.0.128.11:2379".to_string()][..]
+            ),
+            "Talos' URLs: the node's advertised address"
+        );
+        assert_eq!(
+            members().await,
+            [(id, "cp-1".into(), false)],
+            "the emulation alone lists voters"
+        );
         sim.control_planes.set(&listed.store, Status::Starting);
-        assert!(learner().await, "the real etcd listed nothing yet");
-        let member = |is_learner| Member {
-            id: 1,
-            name: member_name("cp-1", id),
-            peer_urls: Vec::new(),
+        assert_eq!(
+            members().await,
+            [(id, "cp-1".into(), true)],
+            "the real etcd listed nothing yet"
+        );
+        let name = member_name("cp-1", id);
+        let real = |id, name: &str, is_learner| Member {
+            id,
+            name: name.into(),
+            peer_urls: vec!["http://127.0.0.1:9".into()],
             client_urls: Vec::new(),
             is_learner,
         };
-        let running = vec![member_name("cp-1", id)];
+        let running = vec![name.clone()];
+        sim.control_planes.set_etcd(
+            &listed.store,
+            Some(vec![real(0xe7cd, &name, true)]),
+            running.clone(),
+        );
+        assert_eq!(
+            members().await,
+            [(0xe7cd, "cp-1".into(), true)],
+            "the real etcd's ID, a learner"
+        );
+        // Promoted; another member added and not started yet.
+        let two = vec![real(0xe7cd, &name, false), real(0x51, "", true)];
         sim.control_planes
-            .set_etcd(&listed.store, Some(vec![member(true)]), running.clone());
-        assert!(learner().await, "the real etcd lists it a learner");
-        sim.control_planes
-            .set_etcd(&listed.store, Some(vec![member(false)]), running);
-        assert!(!learner().await, "the real etcd lists it a voter");
+            .set_etcd(&listed.store, Some(two.clone()), running);
+        assert_eq!(
+            members().await,
+            [(0xe7cd, "cp-1".into(), false), (0x51, String::new(), true)],
+        );
+        let answer = ask().await.unwrap().into_inner();
+        assert_eq!(
+            answer.messages[0].members[0].peer_urls,
+            ["https://10.0.128.11:2380"],
+            "never the real member's loopback URL"
+        );
         // Its process stopped (the sim has yet to see the node down): the
         // real etcd has no leader, whatever the emulation counts.
         sim.control_planes
-            .set_etcd(&listed.store, Some(vec![member(false)]), Vec::new());
+            .set_etcd(&listed.store, Some(two), Vec::new());
         let refused = ask().await.unwrap_err();
         assert_eq!(refused.message(), "etcdserver: no leader");
     }

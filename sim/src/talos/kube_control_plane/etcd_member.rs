@@ -16,6 +16,15 @@ pub fn member_name(hostname: &str, id: u64) -> String {
     format!("{hostname}-{id:x}")
 }
 
+/// The hostname and emulated member id a real member's name stands for
+/// ([`member_name`]'s inverse); None for another name (an empty one: a
+/// member added and not started yet).
+pub fn parse_member_name(name: &str) -> Option<(&str, u64)> {
+    let (hostname, id) = name.rsplit_once('-')?;
+    let id = u64::from_str_radix(id, 16).ok()?;
+    (!hostname.is_empty()).then_some((hostname, id))
+}
+
 /// Where a member listens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ports {
@@ -99,5 +108,20 @@ impl MemberFiles {
             "--election-timeout=2500".into(),
             "--log-level=warn".into(),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_members_name_gives_back_its_hostname_and_emulated_id() {
+        let name = member_name("prod-cp-1", 0xbeef);
+        assert_eq!(name, "prod-cp-1-beef");
+        assert_eq!(parse_member_name(&name), Some(("prod-cp-1", 0xbeef)));
+        for other in ["", "cp", "cp-", "-beef", "cp-xyz"] {
+            assert_eq!(parse_member_name(other), None, "{other:?}");
+        }
     }
 }

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use super::KubeBinaries;
 use super::etcd_api::{self, EtcdApiError, Member};
 use super::etcd_front::Front;
-use super::etcd_member::{MemberFiles, Ports};
+use super::etcd_member::{MemberFiles, Ports, parse_member_name};
 use super::files::Layout;
 use super::process::{Component, ProcessError};
 use super::restore::{self, RestoreError};
@@ -187,9 +187,11 @@ impl EtcdRing {
             .filter(|name| !wanted.iter().any(|w| w.name == **name))
             .cloned()
             .collect();
+        let mut leaving = Vec::new();
         for name in gone {
             if let Err(e) = self.remove(&name).await {
                 problems.push(format!("removing member {name}: {e}"));
+                leaving.push(name);
             }
         }
         // A member still to be removed keeps running, as a node leaving
@@ -200,6 +202,16 @@ impl EtcdRing {
         self.aim_front();
         for member in wanted.iter().filter(|w| w.up) {
             if self.running.contains_key(&member.name) {
+                continue;
+            }
+            // Talos removes a member of the node's hostname before the
+            // node joins, and joins only once it is gone.
+            let joining = !self.ports.contains_key(&member.name);
+            if let Some(old) = same_node(&leaving, &member.name).filter(|_| joining) {
+                problems.push(format!(
+                    "starting member {}: {old} of the same node is still to be removed",
+                    member.name
+                ));
                 continue;
             }
             if let Some(problem) = self.start(&member.name, restorer).await? {
@@ -448,6 +460,15 @@ impl EtcdRing {
         let text = serde_json::to_vec(&self.ports).map_err(|e| write(std::io::Error::other(e)))?;
         std::fs::write(&path, text).map_err(write)
     }
+}
+
+/// The member of `leaving` that stands for the same node as `name` (its
+/// hostname), if any.
+fn same_node<'l>(leaving: &'l [String], name: &str) -> Option<&'l String> {
+    let (hostname, _) = parse_member_name(name)?;
+    leaving
+        .iter()
+        .find(|old| parse_member_name(old).is_some_and(|(other, _)| other == hostname))
 }
 
 #[cfg(test)]

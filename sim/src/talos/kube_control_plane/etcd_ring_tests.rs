@@ -10,6 +10,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 
 use super::*;
 use crate::talos::etcd_snapshot::gateway;
+use crate::talos::kube_control_plane::etcd_member::member_name;
 
 fn wanted(members: &[(&str, bool)]) -> Vec<Wanted> {
     members
@@ -273,4 +274,16 @@ async fn a_member_to_be_waits_for_a_running_voter_to_join_through() {
         ["starting member b: no running voter to join through"]
     );
     assert!(ring.running.is_empty());
+}
+
+#[test]
+fn a_node_joins_again_only_once_its_old_member_is_removed() {
+    let leaving = vec![member_name("cp-2", 0xb), member_name("cp-10", 0xc)];
+    assert_eq!(
+        same_node(&leaving, &member_name("cp-2", 0xd)),
+        Some(&leaving[0]),
+        "cp-2's new member waits for its old one"
+    );
+    assert_eq!(same_node(&leaving, &member_name("cp-1", 0xe)), None);
+    assert_eq!(same_node(&[], &member_name("cp-2", 0xd)), None);
 }

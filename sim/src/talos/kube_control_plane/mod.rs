@@ -33,11 +33,14 @@
 //! through to the one, Talos' EtcdSnapshot (`talos::etcd_snapshot`) reads
 //! the node's own member.
 //!
-//! Not real here: the membership Talos' API reports (EtcdMemberList) is
-//! still the emulation's, which the real members follow, but for which
-//! members are learners and whether etcd has a leader, which the real etcd
-//! says ([`Registry::etcd_voters`], [`Registry::etcd_leaderless`]);
-//! kube-scheduler (no pod is scheduled).
+//! Talos' EtcdMemberList answers with the members the real etcd lists
+//! (their IDs, learners and voters) and "no leader" when it has none
+//! ([`Registry::etcd_listing`], [`Registry::etcd_leaderless`]), once the
+//! ring's real etcd has listed them.
+//!
+//! Not real here: which members the emulation takes for joined (the real
+//! ones follow it: `etcd_ring`), and EtcdMemberList before the ring's real
+//! etcd starts; kube-scheduler (no pod is scheduled).
 
 pub mod addons;
 pub mod bootstrap;
@@ -162,6 +165,18 @@ pub struct Endpoints {
     pub etcd: SocketAddr,
 }
 
+/// What a ring's real etcd says of its members ([`Registry::etcd_listing`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EtcdListing {
+    /// No real etcd runs the ring (another release, no binaries, or it
+    /// failed): the emulation's membership is all there is.
+    Emulated,
+    /// It starts and has listed nothing yet.
+    Starting,
+    /// As it last listed them.
+    Listed(Vec<etcd_api::Member>),
+}
+
 /// The rings' control planes by store id (`kube_api::store::store_id`):
 /// where each is, its Nodes as the real API server last listed them and
 /// its etcd members as the real etcd last listed them.
@@ -257,20 +272,19 @@ impl Registry {
         }
     }
 
-    /// The names of the members the real etcd of `store` lists as started
-    /// voters (`etcd_member::member_name`): any other member of the ring is
-    /// a learner still catching up, or not yet added or started. Empty
-    /// while the ring starts and etcd has listed nothing yet; None where
-    /// `store` has no real etcd, or it failed: the emulation's word holds.
-    pub fn etcd_voters(&self, store: &str) -> Option<std::collections::BTreeSet<String>> {
+    /// What the real etcd of `store` says of its members: what it last
+    /// listed since the ring started; nothing yet while it starts; no word
+    /// where `store` has no real etcd, or it failed.
+    pub fn etcd_listing(&self, store: &str) -> EtcdListing {
         let rings = self.lock();
-        Some(
-            rings
-                .get(store)?
-                .voters()?
-                .map(|m| m.name.clone())
-                .collect(),
-        )
+        match rings.get(store) {
+            None => EtcdListing::Emulated,
+            Some(ring) if matches!(ring.status, Status::Failed(_)) => EtcdListing::Emulated,
+            Some(ring) => match &ring.etcd_members {
+                None => EtcdListing::Starting,
+                Some(members) => EtcdListing::Listed(members.clone()),
+            },
+        }
     }
 
     /// Whether the voters the real etcd of `store` last listed are too few
@@ -376,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn voters_are_the_started_ones_the_real_etcd_lists_since_the_ring_started() {
+    fn the_real_etcds_word_is_its_last_list_since_the_ring_started() {
         let registry = Registry::default();
         let store = "c/0000000000000001";
         let member = |name: &str, is_learner: bool| etcd_api::Member {
@@ -386,15 +400,13 @@ mod tests {
             client_urls: Vec::new(),
             is_learner,
         };
-        let voters = |names: &[&str]| Some(names.iter().map(|n| n.to_string()).collect());
         // No real etcd for the ring: the emulation's word.
-        assert_eq!(registry.etcd_voters(store), None);
-        // Starting, nothing listed yet: no voter.
+        assert_eq!(registry.etcd_listing(store), EtcdListing::Emulated);
         registry.set(store, Status::Starting);
-        assert_eq!(registry.etcd_voters(store), voters(&[]));
-        let listed = vec![member("cp-1-a", false), member("", true)];
-        registry.set_etcd(store, Some(listed), vec!["cp-1-a".into()]);
-        assert_eq!(registry.etcd_voters(store), voters(&["cp-1-a"]));
+        assert_eq!(registry.etcd_listing(store), EtcdListing::Starting);
+        let first = vec![member("cp-1-a", false), member("", true)];
+        registry.set_etcd(store, Some(first.clone()), vec!["cp-1-a".into()]);
+        assert_eq!(registry.etcd_listing(store), EtcdListing::Listed(first));
         let addr = SocketAddr::from(([127, 0, 0, 1], 9));
         registry.set(
             store,
@@ -403,19 +415,18 @@ mod tests {
                 etcd: addr,
             }),
         );
-        let listed = vec![member("cp-1-a", false), member("cp-2-b", true)];
-        registry.set_etcd(store, Some(listed), vec![]);
-        assert_eq!(registry.etcd_voters(store), voters(&["cp-1-a"]));
+        let second = vec![member("cp-1-a", false), member("cp-2-b", true)];
+        registry.set_etcd(store, Some(second.clone()), vec![]);
+        assert_eq!(
+            registry.etcd_listing(store),
+            EtcdListing::Listed(second.clone())
+        );
         // etcd did not answer: the last list stands.
         registry.set_etcd(store, None, vec![]);
-        assert_eq!(registry.etcd_voters(store), voters(&["cp-1-a"]));
-        let listed = vec![member("cp-1-a", false), member("cp-2-b", false)];
-        registry.set_etcd(store, Some(listed), vec![]);
-        assert_eq!(registry.etcd_voters(store), voters(&["cp-1-a", "cp-2-b"]));
-        // Started again, what the last run listed is gone; failed, the
-        // emulation's word holds again.
+        assert_eq!(registry.etcd_listing(store), EtcdListing::Listed(second));
+        // Started again, what the last run listed is gone.
         registry.set(store, Status::Starting);
-        assert_eq!(registry.etcd_voters(store), voters(&[]));
+        assert_eq!(registry.etcd_listing(store), EtcdListing::Starting);
         assert!(
             !registry.etcd_leaderless(store),
             "nothing listed: not known"
@@ -438,8 +449,9 @@ mod tests {
             vec!["cp-1-a".into(), "cp-3-c".into()],
         );
         assert!(registry.etcd_leaderless(store));
+        // Failed: the emulation's word holds again.
         registry.set(store, Status::Failed("gone".into()));
-        assert_eq!(registry.etcd_voters(store), None);
+        assert_eq!(registry.etcd_listing(store), EtcdListing::Emulated);
         assert!(!registry.etcd_leaderless(store));
     }
 }
