@@ -4,8 +4,9 @@
 //! `/readyz` answers), then kube-controller-manager, each with the
 //! arguments Talos gives it and the config's `extraArgs` on top (except
 //! where they would listen: hct-sim listens on loopback only); then,
-//! every couple of seconds until the task is aborted, the etcd members
-//! (kept in line with the emulation's), Talos' bootstrap manifests (until
+//! every couple of seconds until the task is aborted, and at once when the
+//! emulation's etcd members change, the etcd members (kept in line with
+//! the emulation's), Talos' bootstrap manifests (until
 //! all exist, and again when they change), the emulated kubelets and the
 //! add-ons; a problem that lasts is logged once. The registry says
 //! Starting, Ready or Failed; a component that exits fails the whole (its
@@ -16,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tracing::{info, warn};
 
 use super::addons::Addons;
@@ -31,6 +32,7 @@ use super::spec::{ControlPlaneSpec, ServingNames, joined};
 use super::{Endpoints, KubeBinaries, Status};
 use crate::app::AppState;
 use crate::clock::Timestamp;
+use crate::events::SimEvent;
 use crate::talos::kube_api::store::facts;
 use crate::talos::lifecycle;
 use crate::talos::manifests as rendered;
@@ -178,6 +180,9 @@ async fn serve(
         binaries.hcloud_ccm.clone(),
         hetzner_api,
     );
+    // Subscribed before the first pass: a change while a pass runs wakes
+    // the next at once.
+    let mut events = sim.events.subscribe();
     loop {
         etcd.check()?;
         for component in [&mut api_server, &mut manager] {
@@ -226,7 +231,26 @@ async fn serve(
             Err(e) => said.say(&spec.cluster_name, "emulated kubelets", &[e.to_string()]),
         }
         addons.sync(&admin, spec, &layout, &base).await;
-        tokio::time::sleep(PASS).await;
+        tokio::select! {
+            () = tokio::time::sleep(PASS) => {}
+            () = members_changed(&mut events, &spec.cluster.id) => {}
+        }
+    }
+}
+
+/// Until the emulation says the etcd members of cluster `id`, or which of
+/// them run, changed (`SimEvent::EtcdMembers`), so that the real members
+/// follow at once: a node powered off stops its member then, as etcd stops
+/// with its node. A receiver that fell behind may have missed one: that
+/// counts as a change.
+async fn members_changed(events: &mut broadcast::Receiver<SimEvent>, id: &str) {
+    loop {
+        match events.recv().await {
+            Ok(SimEvent::EtcdMembers { cluster, .. }) if cluster == id => return,
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(_)) => return,
+            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+        }
     }
 }
 
@@ -434,4 +458,40 @@ fn controller_manager_args(spec: &ControlPlaneSpec, layout: &Layout) -> Vec<Stri
             ("secure-port", "0".into()),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(cluster: &str) -> SimEvent {
+        SimEvent::EtcdMembers {
+            cluster: cluster.into(),
+            members: vec![("cp-1".into(), false)],
+        }
+    }
+
+    async fn wakes(events: &mut broadcast::Receiver<SimEvent>) -> bool {
+        tokio::time::timeout(Duration::from_millis(50), members_changed(events, "c1"))
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_pass_comes_at_once_when_the_clusters_etcd_members_change() {
+        let (sender, mut events) = broadcast::channel(4);
+        assert!(!wakes(&mut events).await, "nothing happened");
+        sender.send(SimEvent::ServerStopped { server: 7 }).unwrap();
+        sender.send(members("c2")).unwrap();
+        assert!(!wakes(&mut events).await, "another cluster's, or no etcd");
+        sender.send(members("c1")).unwrap();
+        assert!(wakes(&mut events).await, "its members changed");
+        // Fallen behind: one may have been missed.
+        for _ in 0..5 {
+            sender.send(SimEvent::ServerStopped { server: 7 }).unwrap();
+        }
+        assert!(wakes(&mut events).await, "lagged");
+        drop(sender);
+        assert!(!wakes(&mut events).await, "the sim is gone: the pass timer alone");
+    }
 }
