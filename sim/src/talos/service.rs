@@ -262,17 +262,16 @@ impl MachineService for MachineApi {
                 (answer, metadata) => break (answer.map_err(status)?, metadata),
             }
         };
-        // Where the ring's real etcd runs, it says whether it has a leader
-        // and which members there are.
-        if self.sim.control_planes.etcd_leaderless(&listed.store) {
-            return Err(status(CallError::EtcdNoLeader));
-        }
+        // Where the ring's real etcd runs, it says which members there are
+        // and whether it has a leader.
         let real = self.sim.control_planes.etcd_listing(&listed.store);
+        let leaderless = self.sim.control_planes.etcd_leaderless(&listed.store);
+        let members = etcd_members::answer(listed, real, leaderless).map_err(status)?;
         Ok(Response::new(pb::EtcdMemberListResponse {
             messages: vec![pb::EtcdMembers {
                 metadata,
                 legacy_members: Vec::new(),
-                members: etcd_members::answer(listed, real),
+                members,
             }],
         }))
     }

@@ -52,13 +52,15 @@ const PEER_PORT: u16 = 2380;
 const CLIENT_PORT: u16 = 2379;
 
 /// The members the emulation lists for an EtcdMemberList, the store id
-/// (`kube_api::store::store_id`) of their etcd cluster, and the address
-/// each member advertises, by its id.
+/// (`kube_api::store::store_id`) of their etcd cluster, the address
+/// each member advertises, by its id, and whether enough of them run for
+/// a quorum, as the emulation counts.
 #[derive(Debug)]
 pub struct Listed {
     pub store: String,
     pub members: Vec<EtcdMember>,
     pub addresses: BTreeMap<u64, IpAddr>,
+    pub quorum: bool,
 }
 
 /// What a control plane answers to EtcdMemberList, as Talos does (its
@@ -66,8 +68,8 @@ pub struct Listed {
 /// Unimplemented. Asked `query_local`, its own etcd answers; otherwise
 /// Talos' etcd client goes to every control-plane endpoint it knows, so
 /// any running member of the cluster answers, whether this node's own
-/// etcd runs or not. etcd without quorum answers "no leader" (the handler
-/// asks with `WithRequireLeader`). When no etcd answers, the client waits
+/// etcd runs or not; whether it has a leader is for [`answer`] to say.
+/// When no etcd answers, the client waits
 /// for one until the call's deadline: [`CallError::EtcdUnreachable`],
 /// which the machine API holds until then.
 pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed, CallError> {
@@ -90,7 +92,7 @@ pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed,
         answering_ring(world, cluster)
     };
     let ring = ring.ok_or(CallError::EtcdUnreachable)?;
-    etcd::quorum(world, cluster, ring).map_err(|_| CallError::EtcdNoLeader)?;
+    let quorum = etcd::quorum(world, cluster, ring).is_ok();
     let members = Clusters::of(world).members(cluster, ring);
     let addresses = members
         .iter()
@@ -100,17 +102,37 @@ pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed,
         store: store_id(cluster, ring),
         members,
         addresses,
+        quorum,
     })
 }
 
 /// The members Talos answers with, given what the ring's real etcd says
-/// (`Registry::etcd_listing`): once it has listed them, its members as
-/// it lists them (its IDs and learners; the hostname is the member's
-/// name, after the node, and none for a member added and not started
-/// yet); while it starts and has listed nothing, the emulation's, each
-/// still a learner; with no real etcd, the emulation's, as voters. Peer
-/// and client URLs are the address the member's node advertises.
-pub fn answer(listed: Listed, real: EtcdListing) -> Vec<pb::EtcdMember> {
+/// (`Registry::etcd_listing`, and `real_leaderless`: whether too few of
+/// the voters it lists run, `Registry::etcd_leaderless`): once it has
+/// listed them, its members as it lists them (its IDs and learners; the
+/// hostname is the member's name, after the node, and none for a member
+/// added and not started yet), unless it has no leader; while it starts
+/// and has listed nothing, the emulation's, each still a learner; with no
+/// real etcd, the emulation's, as voters. Without a leader, "no leader"
+/// (Talos' handler asks with `WithRequireLeader`): the real etcd's word
+/// once it lists, else the emulation's count. Peer and client URLs are
+/// the address the member's node advertises.
+pub fn answer(
+    listed: Listed,
+    real: EtcdListing,
+    real_leaderless: bool,
+) -> Result<Vec<pb::EtcdMember>, CallError> {
+    let leaderless = match real {
+        EtcdListing::Listed(_) => real_leaderless,
+        EtcdListing::Starting | EtcdListing::Emulated => !listed.quorum,
+    };
+    if leaderless {
+        return Err(CallError::EtcdNoLeader);
+    }
+    Ok(members(listed, real))
+}
+
+fn members(listed: Listed, real: EtcdListing) -> Vec<pb::EtcdMember> {
     let urls = |id: u64| match listed.addresses.get(&id) {
         Some(ip) => (
             vec![format!("https://{}", SocketAddr::new(*ip, PEER_PORT))],
@@ -276,6 +298,41 @@ mod tests {
             .set_etcd(&listed.store, Some(two), Vec::new());
         let refused = ask().await.unwrap_err();
         assert_eq!(refused.message(), "etcdserver: no leader");
+    }
+
+    /// Whether etcd has a leader is the real etcd's word once it lists
+    /// its members (the emulation counts a learner, and a member the sim
+    /// has yet to stop), the emulation's before.
+    #[test]
+    fn the_leader_is_the_real_etcds_to_say_once_it_lists() {
+        let listed = |quorum| Listed {
+            store: "c/1".into(),
+            members: vec![EtcdMember {
+                id: 5,
+                hostname: "cp-1".into(),
+                ring: 1,
+            }],
+            addresses: BTreeMap::new(),
+            quorum,
+        };
+        let real = || {
+            EtcdListing::Listed(vec![Member {
+                id: 9,
+                name: member_name("cp-1", 5),
+                peer_urls: Vec::new(),
+                client_urls: Vec::new(),
+                is_learner: false,
+            }])
+        };
+        let no_leader = |answer: Result<Vec<pb::EtcdMember>, CallError>| {
+            matches!(answer, Err(CallError::EtcdNoLeader))
+        };
+        assert!(answer(listed(false), real(), false).is_ok());
+        assert!(no_leader(answer(listed(true), real(), true)));
+        for before in [EtcdListing::Emulated, EtcdListing::Starting] {
+            assert!(no_leader(answer(listed(false), before.clone(), false)));
+            assert!(answer(listed(true), before, true).is_ok(), "not known yet");
+        }
     }
 
     fn held(value: Option<&str>) -> Duration {

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use super::etcd_members::as_asked as members_as_asked;
+use super::etcd_members::{answer, as_asked as members_as_asked};
 use super::*;
 use crate::talos::faults::{GrpcCode, TalosFault};
+use crate::talos::kube_control_plane::EtcdListing;
 use crate::talos::node::{Mode, PhaseName};
 use crate::talos::sample::{SampleCluster, SampleNetwork, SampleNode};
 use crate::talos::testing::{Lab, cluster, control_plane, worker};
@@ -275,7 +276,9 @@ fn the_member_list_is_the_clusters_and_needs_a_quorum() {
         .unwrap();
     lab.settle();
     for local in [true, false] {
-        let answer = members_as_asked(&lab.world, lab.at(ids[0]), local).unwrap_err();
+        let listed = members_as_asked(&lab.world, lab.at(ids[0]), local).unwrap();
+        assert!(!listed.quorum, "1 of 3 members runs");
+        let answer = answer(listed, EtcdListing::Emulated, false).unwrap_err();
         assert!(matches!(answer, CallError::EtcdNoLeader), "{answer:?}");
         assert_eq!(answer.to_string(), "etcdserver: no leader");
     }

@@ -492,6 +492,9 @@ mod tests {
         }
         assert!(wakes(&mut events).await, "lagged");
         drop(sender);
-        assert!(!wakes(&mut events).await, "the sim is gone: the pass timer alone");
+        assert!(
+            !wakes(&mut events).await,
+            "the sim is gone: the pass timer alone"
+        );
     }
 }
