@@ -8,9 +8,10 @@
 //!
 //! The members come from the nodes' disks, and those of deleted servers
 //! from the world (`World::etcd_gone`, saved with it, filled as a server
-//! is removed). `watch`, run as the nodes settle, emits
-//! [`SimEvent::EtcdMembers`] whenever a cluster's members, or which of
-//! them run, change. `membership` is what `/_sim/state` shows under `etcd`
+//! is removed). `watch`, run as the nodes settle and on the supervisor's
+//! tick when `changed` says so, emits [`SimEvent::EtcdMembers`] whenever a
+//! cluster's members, or which of them run, change (a real control
+//! plane's etcd follows at once). `membership` is what `/_sim/state` shows under `etcd`
 //! and what the API servers' quorum check counts.
 
 use std::collections::BTreeMap;
@@ -128,7 +129,7 @@ pub(crate) fn runs(world: &World, server: &Server, cluster: &ClusterIdentity, id
 /// Every cluster's members, by `cluster.id` (of every etcd cluster its
 /// nodes hold data of: each member says which); a cluster with no node
 /// left lists its gone members.
-pub fn membership(world: &World) -> BTreeMap<String, Vec<MemberView>> {
+pub fn membership(world: &World) -> Membership {
     let mut clusters: BTreeMap<String, ClusterIdentity> = BTreeMap::new();
     for server in world.servers.values() {
         if let Some(config) = server.talos.as_ref().and_then(|t| t.node.config()) {
@@ -171,26 +172,46 @@ pub fn to_json(world: &World) -> Value {
     json!(membership(world))
 }
 
+/// Whether a cluster's members, or which of them run, changed since
+/// [`watch`] last looked (which then says so); the supervisor asks every
+/// tick, without touching the world unless so.
+pub fn changed(world: &World) -> bool {
+    let (now, changed) = since_seen(world);
+    !changed.is_empty() || now.len() != world.etcd_seen.len()
+}
+
 /// Emits an event for each cluster whose members changed since the last
 /// look.
 pub fn watch(world: &mut World) {
-    let now = membership(world);
-    let changed: Vec<(String, Vec<(String, bool)>)> = now
-        .iter()
-        .filter(|(cluster, members)| {
-            world.etcd_seen.get(*cluster).map(|seen| summary(seen)) != Some(summary(members))
-        })
-        .map(|(cluster, members)| (cluster.clone(), summary(members)))
-        .collect();
+    let (now, changed) = since_seen(world);
     world.etcd_seen = now;
     for (cluster, members) in changed {
         world.emit(SimEvent::EtcdMembers { cluster, members });
     }
 }
 
+/// Every cluster's members now, and the summary of each whose members
+/// changed since [`watch`] last looked.
+fn since_seen(world: &World) -> (Membership, Vec<(String, Summary)>) {
+    let now = membership(world);
+    let changed = now
+        .iter()
+        .filter(|(cluster, members)| {
+            world.etcd_seen.get(*cluster).map(|seen| summary(seen)) != Some(summary(members))
+        })
+        .map(|(cluster, members)| (cluster.clone(), summary(members)))
+        .collect();
+    (now, changed)
+}
+
 /// (hostname, runs) per member, by hostname; a member of a second etcd
 /// cluster shows its ring after the hostname.
-fn summary(members: &[MemberView]) -> Vec<(String, bool)> {
+type Summary = Vec<(String, bool)>;
+
+/// Each cluster's members, by `cluster.id`.
+pub type Membership = BTreeMap<String, Vec<MemberView>>;
+
+fn summary(members: &[MemberView]) -> Summary {
     let first = members.iter().map(|m| m.ring).min();
     let mut out: Vec<(String, bool)> = members
         .iter()

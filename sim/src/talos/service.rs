@@ -265,8 +265,7 @@ impl MachineService for MachineApi {
         // Where the ring's real etcd runs, it says which members there are
         // and whether it has a leader.
         let real = self.sim.control_planes.etcd_listing(&listed.store);
-        let leaderless = self.sim.control_planes.etcd_leaderless(&listed.store);
-        let members = etcd_members::answer(listed, real, leaderless).map_err(status)?;
+        let members = etcd_members::answer(listed, real).map_err(status)?;
         Ok(Response::new(pb::EtcdMemberListResponse {
             messages: vec![pb::EtcdMembers {
                 metadata,

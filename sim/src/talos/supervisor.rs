@@ -6,8 +6,10 @@
 //! API server (`kube_api`) on port 6443 of each control plane whose etcd
 //! member runs, and, given the binaries, the real control plane of each
 //! etcd ring of their release (`kube_control_plane`), started in its own
-//! task and restarted when what it runs with changes. An endpoint that
-//! someone else registered for that port is left alone.
+//! task and restarted when what it runs with changes. Every tick it brings
+//! the nodes up to now and says when a cluster's etcd members, or which of
+//! them run, changed (`etcd::watch`), for the real etcd to follow. An
+//! endpoint that someone else registered for that port is left alone.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -256,6 +258,11 @@ impl Supervisor {
         let updates = lifecycle::plan(&world, now);
         if !updates.is_empty() {
             lifecycle::apply(&mut world, updates, now);
+        }
+        // Said at once (`SimEvent::EtcdMembers`), for the real etcd to
+        // follow; the world is touched only then.
+        if super::etcd::changed(&world) {
+            super::etcd::watch(&mut world);
         }
         let apids = world
             .servers

@@ -1,7 +1,7 @@
 //! EtcdMemberList as Talos answers it, and how long the machine API holds
 //! the call while no etcd answers (`service.rs`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use crate::talos::config::ClusterIdentity;
 use crate::talos::etcd;
 use crate::talos::kube_api::store::store_id;
 use crate::talos::kube_control_plane::EtcdListing;
+use crate::talos::kube_control_plane::etcd_api::Member;
 use crate::talos::kube_control_plane::etcd_member::parse_member_name;
 use crate::talos::node::EtcdMember;
 use crate::talos::pb;
@@ -53,13 +54,14 @@ const CLIENT_PORT: u16 = 2379;
 
 /// The members the emulation lists for an EtcdMemberList, the store id
 /// (`kube_api::store::store_id`) of their etcd cluster, the address
-/// each member advertises, by its id, and whether enough of them run for
-/// a quorum, as the emulation counts.
+/// each member advertises and whether it runs, by its id, and whether
+/// enough of them run for a quorum, as the emulation counts.
 #[derive(Debug)]
 pub struct Listed {
     pub store: String,
     pub members: Vec<EtcdMember>,
     pub addresses: BTreeMap<u64, IpAddr>,
+    pub up: BTreeSet<u64>,
     pub quorum: bool,
 }
 
@@ -98,38 +100,56 @@ pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed,
         .iter()
         .filter_map(|m| Some((m.id, etcd::advertised(world, cluster, m.id)?)))
         .collect();
+    let up = etcd::members(world, cluster, ring)
+        .into_iter()
+        .filter(|m| m.up)
+        .map(|m| m.id)
+        .collect();
     Ok(Listed {
         store: store_id(cluster, ring),
         members,
         addresses,
+        up,
         quorum,
     })
 }
 
 /// The members Talos answers with, given what the ring's real etcd says
-/// (`Registry::etcd_listing`, and `real_leaderless`: whether too few of
-/// the voters it lists run, `Registry::etcd_leaderless`): once it has
-/// listed them, its members as it lists them (its IDs and learners; the
-/// hostname is the member's name, after the node, and none for a member
-/// added and not started yet), unless it has no leader; while it starts
-/// and has listed nothing, the emulation's, each still a learner; with no
-/// real etcd, the emulation's, as voters. Without a leader, "no leader"
-/// (Talos' handler asks with `WithRequireLeader`): the real etcd's word
-/// once it lists, else the emulation's count. Peer and client URLs are
-/// the address the member's node advertises.
-pub fn answer(
-    listed: Listed,
-    real: EtcdListing,
-    real_leaderless: bool,
-) -> Result<Vec<pb::EtcdMember>, CallError> {
-    let leaderless = match real {
-        EtcdListing::Listed(_) => real_leaderless,
-        EtcdListing::Starting | EtcdListing::Emulated => !listed.quorum,
+/// (`Registry::etcd_listing`): once it has listed them, its members as it
+/// lists them (its IDs and learners; the hostname is the member's name,
+/// after the node, and none for a member added and not started yet);
+/// while it starts and has listed nothing, the emulation's, each still a
+/// learner; with no real etcd, the emulation's, as voters. Without a
+/// leader, "no leader" (Talos' handler asks with `WithRequireLeader`): the
+/// real etcd's word once it lists ([`real_leader`]), else the emulation's
+/// count. Peer and client URLs are the address the member's node
+/// advertises (none for a member the emulation no longer lists, or one
+/// not started yet). The IDs are the emulation's until the real etcd
+/// lists, its own from then on.
+pub fn answer(listed: Listed, real: EtcdListing) -> Result<Vec<pb::EtcdMember>, CallError> {
+    let leader = match &real {
+        EtcdListing::Listed { members, running } => real_leader(members, running, &listed.up),
+        EtcdListing::Starting | EtcdListing::Emulated => listed.quorum,
     };
-    if leaderless {
+    if !leader {
         return Err(CallError::EtcdNoLeader);
     }
     Ok(members(listed, real))
+}
+
+/// Whether the real etcd has a leader: more than half the voters it
+/// lists run, each both its process and, by the emulation's word, its
+/// node and etcd service (the sim stops a member's process only at its
+/// next pass; etcd stops with its node). With no voter listed started,
+/// not known: true.
+fn real_leader(members: &[Member], running: &[String], up: &BTreeSet<u64>) -> bool {
+    let voters: Vec<&Member> = members.iter().filter(|m| m.voter()).collect();
+    let live = voters
+        .iter()
+        .filter(|m| running.contains(&m.name))
+        .filter(|m| parse_member_name(&m.name).is_some_and(|(_, id)| up.contains(&id)))
+        .count();
+    voters.is_empty() || live * 2 > voters.len()
 }
 
 fn members(listed: Listed, real: EtcdListing) -> Vec<pb::EtcdMember> {
@@ -141,7 +161,7 @@ fn members(listed: Listed, real: EtcdListing) -> Vec<pb::EtcdMember> {
         None => (Vec::new(), Vec::new()),
     };
     let learners = match real {
-        EtcdListing::Listed(members) => {
+        EtcdListing::Listed { members, .. } => {
             return members
                 .into_iter()
                 .map(|m| {
@@ -196,7 +216,6 @@ mod tests {
     use crate::clock::Timestamp;
     use crate::talos::auth::Caller;
     use crate::talos::kube_control_plane::Status;
-    use crate::talos::kube_control_plane::etcd_api::Member;
     use crate::talos::kube_control_plane::etcd_member::member_name;
     use crate::talos::pb::{self, machine_service_server::MachineService};
     use crate::talos::service::MachineApi;
@@ -305,33 +324,52 @@ mod tests {
     /// has yet to stop), the emulation's before.
     #[test]
     fn the_leader_is_the_real_etcds_to_say_once_it_lists() {
-        let listed = |quorum| Listed {
+        // The emulation: cp-1 (id 5) and cp-2 (id 6), `up` of them running.
+        let listed = |up: &[u64]| Listed {
             store: "c/1".into(),
-            members: vec![EtcdMember {
-                id: 5,
-                hostname: "cp-1".into(),
-                ring: 1,
-            }],
+            members: [(5, "cp-1"), (6, "cp-2")]
+                .map(|(id, hostname)| EtcdMember {
+                    id,
+                    hostname: hostname.into(),
+                    ring: 1,
+                })
+                .to_vec(),
             addresses: BTreeMap::new(),
-            quorum,
+            up: up.iter().copied().collect(),
+            quorum: up.len() * 2 > 2,
         };
-        let real = || {
-            EtcdListing::Listed(vec![Member {
-                id: 9,
-                name: member_name("cp-1", 5),
-                peer_urls: Vec::new(),
-                client_urls: Vec::new(),
-                is_learner: false,
-            }])
+        let member = |name: String, is_learner| Member {
+            id: 9,
+            name,
+            peer_urls: Vec::new(),
+            client_urls: Vec::new(),
+            is_learner,
         };
+        // The real etcd: cp-1 a voter, cp-2 a learner; `running` processes.
+        let real = |running: &[&str]| EtcdListing::Listed {
+            members: vec![
+                member(member_name("cp-1", 5), false),
+                member(member_name("cp-2", 6), true),
+            ],
+            running: running.iter().map(|n| n.to_string()).collect(),
+        };
+        let (cp1, cp2) = (member_name("cp-1", 5), member_name("cp-2", 6));
         let no_leader = |answer: Result<Vec<pb::EtcdMember>, CallError>| {
             matches!(answer, Err(CallError::EtcdNoLeader))
         };
-        assert!(answer(listed(false), real(), false).is_ok());
-        assert!(no_leader(answer(listed(true), real(), true)));
+        // cp-2 down: the emulation counts 1 of 2, the real etcd's sole
+        // voter leads.
+        assert!(answer(listed(&[5]), real(&[&cp1])).is_ok());
+        // cp-1 down: the emulation counts the learner, 1 of 2 is no
+        // quorum either way; with cp-1's process still running (not yet
+        // stopped by the sim), its node is down all the same.
+        assert!(no_leader(answer(listed(&[6]), real(&[&cp1, &cp2]))));
+        // cp-1's node up, its process stopped: no leader.
+        assert!(no_leader(answer(listed(&[5, 6]), real(&[&cp2]))));
+        assert!(answer(listed(&[5, 6]), real(&[&cp1, &cp2])).is_ok());
         for before in [EtcdListing::Emulated, EtcdListing::Starting] {
-            assert!(no_leader(answer(listed(false), before.clone(), false)));
-            assert!(answer(listed(true), before, true).is_ok(), "not known yet");
+            assert!(no_leader(answer(listed(&[5]), before.clone())));
+            assert!(answer(listed(&[5, 6]), before).is_ok());
         }
     }
 

@@ -34,9 +34,9 @@
 //! the node's own member.
 //!
 //! Talos' EtcdMemberList answers with the members the real etcd lists
-//! (their IDs, learners and voters) and "no leader" when it has none
-//! ([`Registry::etcd_listing`], [`Registry::etcd_leaderless`]), once the
-//! ring's real etcd has listed them.
+//! (their IDs, learners and voters) and "no leader" when too few of its
+//! voters run ([`Registry::etcd_listing`]), once the ring's real etcd has
+//! listed them.
 //!
 //! Not real here: which members the emulation takes for joined (the real
 //! ones follow it: `etcd_ring`), and EtcdMemberList before the ring's real
@@ -173,8 +173,12 @@ pub enum EtcdListing {
     Emulated,
     /// It starts and has listed nothing yet.
     Starting,
-    /// As it last listed them.
-    Listed(Vec<etcd_api::Member>),
+    /// As it last listed them, and the names of the members whose
+    /// process runs.
+    Listed {
+        members: Vec<etcd_api::Member>,
+        running: Vec<String>,
+    },
 }
 
 /// The rings' control planes by store id (`kube_api::store::store_id`):
@@ -192,15 +196,6 @@ struct Ring {
     etcd_members: Option<Vec<etcd_api::Member>>,
     /// The members whose process hct-sim runs, by name.
     etcd_running: Vec<String>,
-}
-
-impl Ring {
-    /// The voters its real etcd last listed; None where it failed (the
-    /// emulation's word holds).
-    fn voters(&self) -> Option<impl Iterator<Item = &etcd_api::Member>> {
-        let failed = matches!(self.status, Status::Failed(_));
-        (!failed).then(|| self.etcd_members.iter().flatten().filter(|m| m.voter()))
-    }
 }
 
 /// What `/_sim/state` shows of a Node in a real API server.
@@ -273,8 +268,9 @@ impl Registry {
     }
 
     /// What the real etcd of `store` says of its members: what it last
-    /// listed since the ring started; nothing yet while it starts; no word
-    /// where `store` has no real etcd, or it failed.
+    /// listed since the ring started, and which members' processes run
+    /// (read together); nothing yet while it starts; no word where `store`
+    /// has no real etcd, or it failed.
     pub fn etcd_listing(&self, store: &str) -> EtcdListing {
         let rings = self.lock();
         match rings.get(store) {
@@ -282,30 +278,12 @@ impl Registry {
             Some(ring) if matches!(ring.status, Status::Failed(_)) => EtcdListing::Emulated,
             Some(ring) => match &ring.etcd_members {
                 None => EtcdListing::Starting,
-                Some(members) => EtcdListing::Listed(members.clone()),
+                Some(members) => EtcdListing::Listed {
+                    members: members.clone(),
+                    running: ring.etcd_running.clone(),
+                },
             },
         }
-    }
-
-    /// Whether the voters the real etcd of `store` last listed are too few
-    /// running for a quorum, so etcd has no leader (the emulation may
-    /// still count a learner, or a member the sim has yet to stop). False
-    /// where that is not known.
-    pub fn etcd_leaderless(&self, store: &str) -> bool {
-        let rings = self.lock();
-        let Some(ring) = rings.get(store) else {
-            return false;
-        };
-        let Some(voters) = ring.voters() else {
-            return false;
-        };
-        let (all, running) = voters.fold((0, 0), |(all, running), m| {
-            (
-                all + 1,
-                running + usize::from(ring.etcd_running.contains(&m.name)),
-            )
-        });
-        all > 0 && running * 2 <= all
     }
 
     /// Where the real etcd member `name` of `store` serves clients, once
@@ -400,13 +378,17 @@ mod tests {
             client_urls: Vec::new(),
             is_learner,
         };
+        let listed = |members: &[etcd_api::Member], running: &[&str]| EtcdListing::Listed {
+            members: members.to_vec(),
+            running: running.iter().map(|n| n.to_string()).collect(),
+        };
         // No real etcd for the ring: the emulation's word.
         assert_eq!(registry.etcd_listing(store), EtcdListing::Emulated);
         registry.set(store, Status::Starting);
         assert_eq!(registry.etcd_listing(store), EtcdListing::Starting);
-        let first = vec![member("cp-1-a", false), member("", true)];
-        registry.set_etcd(store, Some(first.clone()), vec!["cp-1-a".into()]);
-        assert_eq!(registry.etcd_listing(store), EtcdListing::Listed(first));
+        let first = [member("cp-1-a", false), member("", true)];
+        registry.set_etcd(store, Some(first.to_vec()), vec!["cp-1-a".into()]);
+        assert_eq!(registry.etcd_listing(store), listed(&first, &["cp-1-a"]));
         let addr = SocketAddr::from(([127, 0, 0, 1], 9));
         registry.set(
             store,
@@ -415,43 +397,18 @@ mod tests {
                 etcd: addr,
             }),
         );
-        let second = vec![member("cp-1-a", false), member("cp-2-b", true)];
-        registry.set_etcd(store, Some(second.clone()), vec![]);
-        assert_eq!(
-            registry.etcd_listing(store),
-            EtcdListing::Listed(second.clone())
-        );
-        // etcd did not answer: the last list stands.
-        registry.set_etcd(store, None, vec![]);
-        assert_eq!(registry.etcd_listing(store), EtcdListing::Listed(second));
+        let second = [member("cp-1-a", false), member("cp-2-b", true)];
+        registry.set_etcd(store, Some(second.to_vec()), vec![]);
+        assert_eq!(registry.etcd_listing(store), listed(&second, &[]));
+        // etcd did not answer: the last list stands, what runs is new.
+        registry.set_etcd(store, None, vec!["cp-2-b".into()]);
+        assert_eq!(registry.etcd_listing(store), listed(&second, &["cp-2-b"]));
         // Started again, what the last run listed is gone.
         registry.set(store, Status::Starting);
         assert_eq!(registry.etcd_listing(store), EtcdListing::Starting);
-        assert!(
-            !registry.etcd_leaderless(store),
-            "nothing listed: not known"
-        );
-        // Two voters, one running: no quorum, as etcd says; then both.
-        let two = vec![member("cp-1-a", false), member("cp-2-b", false)];
-        registry.set_etcd(store, Some(two.clone()), vec!["cp-1-a".into()]);
-        assert!(registry.etcd_leaderless(store));
-        registry.set_etcd(store, Some(two), vec!["cp-1-a".into(), "cp-2-b".into()]);
-        assert!(!registry.etcd_leaderless(store));
-        // A learner running does not count.
-        let with_learner = vec![
-            member("cp-1-a", false),
-            member("cp-2-b", false),
-            member("cp-3-c", true),
-        ];
-        registry.set_etcd(
-            store,
-            Some(with_learner),
-            vec!["cp-1-a".into(), "cp-3-c".into()],
-        );
-        assert!(registry.etcd_leaderless(store));
         // Failed: the emulation's word holds again.
+        registry.set_etcd(store, Some(second.to_vec()), vec![]);
         registry.set(store, Status::Failed("gone".into()));
         assert_eq!(registry.etcd_listing(store), EtcdListing::Emulated);
-        assert!(!registry.etcd_leaderless(store));
     }
 }

@@ -307,3 +307,42 @@ fn a_deleted_members_server_stays_in_etcd_until_its_successor_joins() {
         ]
     );
 }
+
+/// What the supervisor asks every tick: whether a cluster's etcd members,
+/// or which of them run, changed since they were last said.
+#[test]
+fn a_member_whose_node_goes_down_is_a_change_of_etcd_to_say() {
+    let mut lab = Lab::new();
+    let config = cluster().machine_config(&control_plane());
+    let cp = lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config));
+    lab.settle();
+    lab.found_etcd(cp);
+    lab.settle();
+    assert!(lab.talos(cp).node.summary.etcd_member);
+    lab.world.drain_events();
+    assert!(
+        !crate::talos::etcd::changed(&lab.world),
+        "said as it settled"
+    );
+    lab.world.power(cp, Power::Off, lab.now).unwrap();
+    lab.hetzner();
+    // The supervisor's tick: the nodes brought up to now, nothing said.
+    let updates = plan(&lab.world, lab.now);
+    apply(&mut lab.world, updates, lab.now);
+    assert!(
+        lab.world
+            .drain_events()
+            .iter()
+            .all(|e| !matches!(e, SimEvent::EtcdMembers { .. }))
+    );
+    assert!(crate::talos::etcd::changed(&lab.world), "cp-1 is off");
+    crate::talos::etcd::watch(&mut lab.world);
+    let said = lab.world.drain_events();
+    assert!(
+        said.iter()
+            .any(|e| matches!(e, SimEvent::EtcdMembers { members, .. }
+            if members == &[("cp-1".to_string(), false)])),
+        "{said:?}"
+    );
+    assert!(!crate::talos::etcd::changed(&lab.world));
+}
