@@ -286,6 +286,12 @@ impl SimHandle {
         &self.shared.token
     }
 
+    /// Whether real Kubernetes components stand behind the clusters of
+    /// their release (`SimOptions::kubernetes`).
+    pub fn runs_real_kubernetes(&self) -> bool {
+        self.shared.kube_binaries.is_some()
+    }
+
     /// The state as `GET /_sim/state` shows it.
     pub fn state_json(&self) -> Value {
         self.shared.state_json()

@@ -196,13 +196,21 @@ pub fn private_server(network: i64, name: &str, ip: &str) -> PrivateServer {
 /// what the real components judge does not depend on the CLI, and they
 /// cost a pass minutes of CPU) it is [`start`], and says so.
 pub async fn start_with_real_kubernetes() -> SimHandle {
-    log_if_asked();
     if !real_kubernetes_wanted() {
+        log_if_asked();
         eprintln!(
             "HCT_SIM_KUBERNETES=emulated: the emulated Kubernetes API server stands in for the real one"
         );
         return start().await;
     }
+    start_on_real_kubernetes().await
+}
+
+/// The seeded emulator with the real Kubernetes control plane, whatever
+/// `HCT_SIM_KUBERNETES` says: for the suite about the real control plane
+/// (`real_kube_e2e`), which runs on it under both CLIs.
+pub async fn start_on_real_kubernetes() -> SimHandle {
+    log_if_asked();
     Sim::start(SimOptions {
         kubernetes: Some(real_kubernetes()),
         ..SimOptions::seeded_fast()
@@ -299,7 +307,7 @@ pub fn assert_one_etcd_of_three(sim: &SimHandle, after: &str) {
 /// pass); a failed ring fails it. Nothing to wait for on the emulated API
 /// server.
 pub fn await_real_etcd_stopped(sim: &SimHandle, hostname: &str) {
-    if !real_kubernetes_wanted() {
+    if !sim.runs_real_kubernetes() {
         return;
     }
     let prefix = format!("{hostname}-");
@@ -330,14 +338,14 @@ pub fn await_real_etcd_stopped(sim: &SimHandle, hostname: &str) {
     );
 }
 
-/// On hct-sim's real control plane (unless `HCT_SIM_KUBERNETES=emulated`;
-/// a failed ring fails it): every
+/// On hct-sim's real control plane (none: nothing to check; a failed ring
+/// fails it): every
 /// ready ring's real etcd lists, by name (`<hostname>-<member id, hex>`),
 /// the very members the emulation lists for that ring, within a couple of
 /// minutes. What the emulation says of membership is then what etcd
 /// itself took.
 pub fn assert_real_etcd_follows(sim: &SimHandle, after: &str) {
-    if !real_kubernetes_wanted() {
+    if !sim.runs_real_kubernetes() {
         return;
     }
     crate::support::eventually(
