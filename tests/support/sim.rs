@@ -207,8 +207,9 @@ pub async fn start_with_real_kubernetes() -> SimHandle {
 }
 
 /// The seeded emulator with the real Kubernetes control plane, whatever
-/// `HCT_SIM_KUBERNETES` says: for the suite about the real control plane
-/// (`real_kube_e2e`), which runs on it under both CLIs.
+/// `HCT_SIM_KUBERNETES` says: for what the real components should judge
+/// under both CLIs (`real_kube_e2e`'s reference cluster, `kubeconfig_e2e`'s
+/// ephemeral credentials, which are each CLI's own).
 pub async fn start_on_real_kubernetes() -> SimHandle {
     log_if_asked();
     Sim::start(SimOptions {
