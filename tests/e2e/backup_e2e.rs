@@ -25,7 +25,7 @@ const BBOLT_MAGIC: [u8; 4] = 0xED0C_DAEDu32.to_le_bytes();
 async fn a_risky_change_writes_an_encrypted_snapshot_holding_the_clusters_objects_first() {
     let kubectl = kubectl();
     let sim = support::sim::start_with_real_kubernetes().await;
-    let real = support::sim::real_kubernetes_wanted();
+    let real = sim.runs_real_kubernetes();
     let ws = workspace(&sim);
     ws.write("cni.auto.tfvars.json", &cni_tfvars("stage: one"));
     tokio::task::block_in_place(|| {

@@ -168,8 +168,7 @@ fn namespace_in_the_same_apply(sim: &SimHandle, source: Source) -> Workspace {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ephemeral_kubeconfig_configures_the_kubernetes_provider_in_the_same_apply() {
-    // On the real control plane under both CLIs: ephemeral resources are
-    // each CLI's own, and the real API server judges what it hands over.
+    // Ephemeral resources are each CLI's own: see start_on_real_kubernetes.
     let sim = support::sim::start_on_real_kubernetes().await;
     tokio::task::block_in_place(|| {
         let ws = namespace_in_the_same_apply(&sim, Source::Ephemeral);
@@ -181,8 +180,8 @@ async fn the_ephemeral_kubeconfig_configures_the_kubernetes_provider_in_the_same
 }
 
 /// The kubeconfig the ephemeral resource mints (`validity`, here 30
-/// minutes), issued 40 minutes ago: the API server (the real one when it
-/// runs) refuses it as it will refuse today's once it expires.
+/// minutes), issued 40 minutes ago: the real API server refuses it as it
+/// will refuse today's once it expires.
 fn expired_credentials_are_refused(ws: &Workspace, sim: &SimHandle) {
     use hct::cluster::settings::WorkerJoin;
     use std::time::{Duration, SystemTime};

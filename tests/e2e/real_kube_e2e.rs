@@ -22,8 +22,7 @@ use crate::support::reference::{CNI_MANIFEST, resource_values, workspace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
-    // On the real control plane under both CLIs, whatever
-    // HCT_SIM_KUBERNETES says: this is the suite about it.
+    // Under both CLIs: see start_on_real_kubernetes.
     let kubectl = kubectl();
     let sim = support::sim::start_on_real_kubernetes().await;
     let ws = workspace(&sim);
