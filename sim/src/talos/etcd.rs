@@ -102,7 +102,7 @@ pub fn members(world: &World, cluster: &ClusterIdentity, ring: u64) -> Vec<Membe
 pub fn quorum(world: &World, cluster: &ClusterIdentity, ring: u64) -> Result<(), String> {
     let members = members(world, cluster, ring);
     let up = members.iter().filter(|m| m.up).count();
-    if up * 2 > members.len() {
+    if is_quorum(up, members.len()) {
         Ok(())
     } else {
         Err(format!(
@@ -110,6 +110,11 @@ pub fn quorum(world: &World, cluster: &ClusterIdentity, ring: u64) -> Result<(),
             members.len()
         ))
     }
+}
+
+/// Whether `up` voting members of `of` are a quorum: more than half.
+pub fn is_quorum(up: usize, of: usize) -> bool {
+    up * 2 > of
 }
 
 /// Whether `server`'s node runs etcd as member `id` of `cluster`.

@@ -53,16 +53,22 @@ const PEER_PORT: u16 = 2380;
 const CLIENT_PORT: u16 = 2379;
 
 /// The members the emulation lists for an EtcdMemberList, the store id
-/// (`kube_api::store::store_id`) of their etcd cluster, the address
-/// each member advertises and whether it runs, by its id, and whether
-/// enough of them run for a quorum, as the emulation counts.
+/// (`kube_api::store::store_id`) of their etcd cluster, and the address
+/// each member advertises and whether it runs, by its id.
 #[derive(Debug)]
 pub struct Listed {
     pub store: String,
     pub members: Vec<EtcdMember>,
     pub addresses: BTreeMap<u64, IpAddr>,
     pub up: BTreeSet<u64>,
-    pub quorum: bool,
+}
+
+impl Listed {
+    /// Whether enough members run for a quorum, as the emulation counts
+    /// (a learner counts as a member).
+    pub fn quorum(&self) -> bool {
+        etcd::is_quorum(self.up.len(), self.members.len())
+    }
 }
 
 /// What a control plane answers to EtcdMemberList, as Talos does (its
@@ -94,23 +100,25 @@ pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed,
         answering_ring(world, cluster)
     };
     let ring = ring.ok_or(CallError::EtcdUnreachable)?;
-    let quorum = etcd::quorum(world, cluster, ring).is_ok();
-    let members = Clusters::of(world).members(cluster, ring);
-    let addresses = members
+    let views = etcd::members(world, cluster, ring);
+    let up = views.iter().filter(|m| m.up).map(|m| m.id).collect();
+    let addresses = views
         .iter()
         .filter_map(|m| Some((m.id, etcd::advertised(world, cluster, m.id)?)))
         .collect();
-    let up = etcd::members(world, cluster, ring)
+    let members = views
         .into_iter()
-        .filter(|m| m.up)
-        .map(|m| m.id)
+        .map(|m| EtcdMember {
+            id: m.id,
+            hostname: m.hostname,
+            ring: m.ring,
+        })
         .collect();
     Ok(Listed {
         store: store_id(cluster, ring),
         members,
         addresses,
         up,
-        quorum,
     })
 }
 
@@ -129,7 +137,7 @@ pub fn as_asked(world: &World, at: NodeRef, query_local: bool) -> Result<Listed,
 pub fn answer(listed: Listed, real: EtcdListing) -> Result<Vec<pb::EtcdMember>, CallError> {
     let leader = match &real {
         EtcdListing::Listed { members, running } => real_leader(members, running, &listed.up),
-        EtcdListing::Starting | EtcdListing::Emulated => listed.quorum,
+        EtcdListing::Starting | EtcdListing::Emulated => listed.quorum(),
     };
     if !leader {
         return Err(CallError::EtcdNoLeader);
@@ -149,7 +157,7 @@ fn real_leader(members: &[Member], running: &[String], up: &BTreeSet<u64>) -> bo
         .filter(|m| running.contains(&m.name))
         .filter(|m| parse_member_name(&m.name).is_some_and(|(_, id)| up.contains(&id)))
         .count();
-    voters.is_empty() || live * 2 > voters.len()
+    voters.is_empty() || etcd::is_quorum(live, voters.len())
 }
 
 fn members(listed: Listed, real: EtcdListing) -> Vec<pb::EtcdMember> {
@@ -336,7 +344,6 @@ mod tests {
                 .to_vec(),
             addresses: BTreeMap::new(),
             up: up.iter().copied().collect(),
-            quorum: up.len() * 2 > 2,
         };
         let member = |name: String, is_learner| Member {
             id: 9,

@@ -277,7 +277,7 @@ fn the_member_list_is_the_clusters_and_needs_a_quorum() {
     lab.settle();
     for local in [true, false] {
         let listed = members_as_asked(&lab.world, lab.at(ids[0]), local).unwrap();
-        assert!(!listed.quorum, "1 of 3 members runs");
+        assert!(!listed.quorum(), "1 of 3 members runs");
         let answer = answer(listed, EtcdListing::Emulated).unwrap_err();
         assert!(matches!(answer, CallError::EtcdNoLeader), "{answer:?}");
         assert_eq!(answer.to_string(), "etcdserver: no leader");

@@ -263,7 +263,7 @@ async fn members_changed(events: &mut broadcast::Receiver<SimEvent>, id: &str) {
 }
 
 /// What the ring's real etcd lists, and which members run, for the
-/// registry (EtcdMemberList's learners, `/_sim/state`).
+/// registry (EtcdMemberList, `/_sim/state`).
 async fn publish_etcd(sim: &AppState, spec: &ControlPlaneSpec, etcd: &EtcdRing) {
     let members = etcd.members().await.ok();
     sim.control_planes
