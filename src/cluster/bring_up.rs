@@ -37,6 +37,10 @@ pub async fn control_plane(
     }
     *record = bootstrap::once(group, nodes, may_survive, *record).await?;
     etcd_members(group, nodes).await?;
+    // etcd healthy on each node is the stricter wait: Talos checks it with
+    // a read through the node's own member that needs a leader, so a new
+    // member passes only once it votes. The member list alone can still
+    // show a replaced node's old member, of the same hostname, as a voter.
     for result in join_all(
         nodes
             .iter()

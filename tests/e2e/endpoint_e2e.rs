@@ -537,6 +537,11 @@ async fn one_control_plane_grows_to_three_and_back_to_one() {
             .expect_success(&format!("apply with {count} control planes"));
         let running = vec![true; count];
         assert_eq!(etcd_members(&sim), members(&running));
+        if count > 1 {
+            // Joins: hct waited for each new member to vote. (A member
+            // removed is gone from the real etcd at the sim's next pass.)
+            support::sim::assert_real_etcd_votes_now(&sim, &format!("going to {count}"));
+        }
         support::sim::assert_real_etcd_follows(&sim, &format!("going to {count}"));
         assert_settled(&sim, &ws, &format!("going to {count} control planes"));
     };

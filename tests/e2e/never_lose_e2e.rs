@@ -96,6 +96,7 @@ async fn recreated_first_control_planes_join_the_one_etcd_and_nothing_is_bootstr
                 ws.terraform(&["apply", "-auto-approve"])
                     .expect_success(&format!("apply recreates {name}"));
                 assert_ne!(server_ids(&sim)[*name], before, "{name} is a new server");
+                support::sim::assert_real_etcd_votes_now(&sim, &format!("{name} was recreated"));
                 assert_one_etcd_of_three(&sim, &format!("{name} was recreated"));
             }
             let read = succeeded(

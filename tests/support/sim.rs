@@ -351,57 +351,77 @@ pub fn assert_real_etcd_follows(sim: &SimHandle, after: &str) {
     }
     crate::support::eventually(
         &format!("the real etcd's members are the emulation's after {after}"),
-        || {
-            let state = sim.state_json();
-            let mut compared = Vec::new();
-            for (store, ring) in state["kubernetes"].as_object().unwrap() {
-                if ring["status"] == "failed" {
-                    return Err(vec![ring.clone()]);
-                }
-                if ring["status"] != "ready" {
-                    continue;
-                }
-                let (cluster, number) = store.rsplit_once('/').unwrap();
-                let number = u64::from_str_radix(number, 16).unwrap();
-                let mut emulated: Vec<String> = state["etcd"][cluster]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|m| m["ring"] == number)
-                    .map(|m| {
-                        format!(
-                            "{}-{:x}",
-                            m["hostname"].as_str().unwrap(),
-                            m["id"].as_u64().unwrap()
-                        )
-                    })
-                    .collect();
-                emulated.sort();
-                // A learner (still catching up) is not yet the emulation's
-                // voter.
-                let mut real: Vec<String> = ring["etcd_members"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|m| {
-                        let name = m["name"].as_str().unwrap_or_default();
-                        match m["isLearner"].as_bool() {
-                            Some(true) => format!("{name} (learner)"),
-                            _ => name.to_string(),
-                        }
-                    })
-                    .collect();
-                real.sort();
-                compared
-                    .push(serde_json::json!({"ring": store, "emulated": emulated, "real": real}));
-                if emulated != real {
-                    return Err(compared);
-                }
-            }
-            if compared.is_empty() {
-                return Err(vec![state["kubernetes"].clone()]);
-            }
-            Ok(())
-        },
+        || real_etcd_is_emulations(&sim.state_json()),
     );
+}
+
+/// As [`assert_real_etcd_follows`], at once: right after an apply that
+/// brought control planes up, every member the emulation lists is already
+/// a started voter of the real etcd. hct's last wait for a control plane
+/// is Talos' etcd health check, which passes only through a member that
+/// votes (`hct_sim::talos::calls::etcd_health`); an apply that returned
+/// while a new member was still a learner, or an old one still listed,
+/// would leave the next change one failure from losing the quorum.
+pub fn assert_real_etcd_votes_now(sim: &SimHandle, after: &str) {
+    if !sim.runs_real_kubernetes() {
+        return;
+    }
+    if let Err(compared) = real_etcd_is_emulations(&sim.state_json()) {
+        panic!(
+            "right after {after}, the real etcd's voters are not the emulation's members: {compared:#?}"
+        );
+    }
+}
+
+/// Whether every ready ring's real etcd lists the emulation's members of
+/// that ring, each started and a voter; Err with what was compared (or
+/// the rings, if none is ready or one failed).
+fn real_etcd_is_emulations(state: &serde_json::Value) -> Result<(), Vec<serde_json::Value>> {
+    let mut compared = Vec::new();
+    for (store, ring) in state["kubernetes"].as_object().unwrap() {
+        if ring["status"] == "failed" {
+            return Err(vec![ring.clone()]);
+        }
+        if ring["status"] != "ready" {
+            continue;
+        }
+        let (cluster, number) = store.rsplit_once('/').unwrap();
+        let number = u64::from_str_radix(number, 16).unwrap();
+        let mut emulated: Vec<String> = state["etcd"][cluster]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["ring"] == number)
+            .map(|m| {
+                format!(
+                    "{}-{:x}",
+                    m["hostname"].as_str().unwrap(),
+                    m["id"].as_u64().unwrap()
+                )
+            })
+            .collect();
+        emulated.sort();
+        // A learner (still catching up) is not yet the emulation's voter.
+        let mut real: Vec<String> = ring["etcd_members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                let name = m["name"].as_str().unwrap_or_default();
+                match m["isLearner"].as_bool() {
+                    Some(true) => format!("{name} (learner)"),
+                    _ => name.to_string(),
+                }
+            })
+            .collect();
+        real.sort();
+        compared.push(serde_json::json!({"ring": store, "emulated": emulated, "real": real}));
+        if emulated != real {
+            return Err(compared);
+        }
+    }
+    if compared.is_empty() {
+        return Err(vec![state["kubernetes"].clone()]);
+    }
+    Ok(())
 }

@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 
 use super::auth::{self, Call, Caller};
 use super::call_log::TalosCall;
-use super::calls::{self, ApplyMode, ApplyRequest, CallError, NodeRef, etcd_members};
+use super::calls::{self, ApplyMode, ApplyRequest, CallError, NodeRef, etcd_health, etcd_members};
 use super::etcd_recover;
 use super::etcd_snapshot;
 use super::faults;
@@ -380,9 +380,18 @@ impl MachineService for MachineApi {
         request: Request<()>,
     ) -> Result<Response<pb::ServiceListResponse>, Status> {
         self.authorize(&request, Call::ServiceList)?;
-        let world = self.world();
-        let (at, metadata) = self.target(&world, &request)?;
-        let services = calls::services(&world, at).map_err(status)?;
+        let (mut services, own, metadata) = {
+            let world = self.world();
+            let (at, metadata) = self.target(&world, &request)?;
+            let services = calls::services(&world, at).map_err(status)?;
+            (services, etcd_health::own_member(&world, at), metadata)
+        };
+        // Where the ring's real etcd runs, its word on the node's own
+        // member decides whether etcd's health check passes.
+        if let Some(own) = own {
+            let real = self.sim.control_planes.etcd_listing(&own.store);
+            etcd_health::judge(&mut services, etcd_health::failing(&real, &own));
+        }
         Ok(Response::new(pb::ServiceListResponse {
             messages: vec![pb::ServiceList {
                 metadata,

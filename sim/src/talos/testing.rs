@@ -179,6 +179,23 @@ impl Lab {
         }
     }
 
+    /// A lab whose one control plane, `cp-1` at 10.0.128.11, is
+    /// bootstrapped, an hour before the wall clock (which the machine API
+    /// reads), and where that node is.
+    pub fn bootstrapped_control_plane() -> (Self, NodeRef) {
+        let mut lab = Lab::starting_at(Timestamp::from_millis(
+            Timestamp::now().millis() - 3_600_000,
+        ));
+        let config = cluster().machine_config(&control_plane());
+        let cp = lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config));
+        lab.settle();
+        lab.on(cp, |w, at, _| super::calls::bootstrap(w, at))
+            .unwrap();
+        lab.settle();
+        let at = lab.at(cp);
+        (lab, at)
+    }
+
     /// The state hct-sim's services share, holding this lab's world.
     pub fn into_app(self) -> crate::app::AppState {
         std::sync::Arc::new(crate::app::Shared::new(

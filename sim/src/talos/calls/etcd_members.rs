@@ -150,7 +150,7 @@ pub fn answer(listed: Listed, real: EtcdListing) -> Result<Vec<pb::EtcdMember>, 
 /// node and etcd service (the sim stops a member's process only at its
 /// next pass; etcd stops with its node). With no voter listed started,
 /// not known: true.
-fn real_leader(members: &[Member], running: &[String], up: &BTreeSet<u64>) -> bool {
+pub(super) fn real_leader(members: &[Member], running: &[String], up: &BTreeSet<u64>) -> bool {
     let voters: Vec<&Member> = members.iter().filter(|m| m.voter()).collect();
     let live = voters
         .iter()
@@ -221,30 +221,19 @@ fn answering_ring(world: &World, cluster: &ClusterIdentity) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Timestamp;
     use crate::talos::auth::Caller;
     use crate::talos::kube_control_plane::Status;
     use crate::talos::kube_control_plane::etcd_member::member_name;
     use crate::talos::pb::{self, machine_service_server::MachineService};
     use crate::talos::service::MachineApi;
-    use crate::talos::testing::{Lab, cluster, control_plane};
+    use crate::talos::testing::Lab;
 
     /// The machine API of a bootstrapped control plane asked for the
     /// members: the emulation's until the ring's real etcd lists them,
     /// then the real etcd's, with its IDs and learners.
     #[tokio::test]
     async fn the_members_are_the_real_etcds_once_it_lists_them() {
-        // Some time before the wall clock, which the service reads.
-        let mut lab = Lab::starting_at(Timestamp::from_millis(
-            Timestamp::now().millis() - 3_600_000,
-        ));
-        let config = cluster().machine_config(&control_plane());
-        let cp = lab.server("cp-1", "10.0.128.11", "v1.12.6", Some(config));
-        lab.settle();
-        lab.on(cp, |w, at, _| super::super::bootstrap(w, at))
-            .unwrap();
-        lab.settle();
-        let at = lab.at(cp);
+        let (lab, at) = Lab::bootstrapped_control_plane();
         let listed = as_asked(&lab.world, at, false).unwrap();
         let id = listed.members[0].id;
         let sim = lab.into_app();

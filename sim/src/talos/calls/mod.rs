@@ -489,6 +489,7 @@ pub fn upgrade(
     Ok(version)
 }
 
+pub mod etcd_health;
 pub mod etcd_members;
 
 #[cfg(test)]
