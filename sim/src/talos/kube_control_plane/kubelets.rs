@@ -5,8 +5,8 @@
 //! judge what it does): a kubelet that runs registers its Node (with the taints a kubelet
 //! registers with, `uninitialized` when the cloud provider is external),
 //! files its kubelet-serving CSR, keeps its Lease in `kube-node-lease`
-//! renewed every 10 s and its status posted then or when it changes
-//! (`Ready` once a CNI DaemonSet exists, as in `crate::kube::nodes`, and
+//! renewed every 10 s and posts its status when it changes, else every
+//! 5 minutes, as a kubelet with node leases does (`Ready` once a CNI DaemonSet exists, as in `crate::kube::nodes`, and
 //! the Node has its pod range; a strategic merge patch, and without
 //! addresses when a cloud controller manager owns them), and on a control
 //! plane keeps the mirror pods of its static pods. A kubelet that stops
@@ -27,15 +27,20 @@ use crate::kube::nodes::{self, NodeFacts};
 use crate::talos::pki::CertificateAuthority;
 use crate::talos::secret::Secret;
 
-/// How often a Lease is renewed and a status posted.
-const HEARTBEAT_SECONDS: u64 = 10;
+/// A kubelet's defaults: its Lease lasts 40 s and is renewed every
+/// quarter of that; an unchanged status is posted again only after
+/// `nodeStatusReportFrequency`.
 const LEASE_SECONDS: u64 = 40;
+const RENEW_SECONDS: u64 = LEASE_SECONDS / 4;
+const REPORT_SECONDS: u64 = 300;
 
 struct Kubelet {
     client: Client,
-    /// When the status and lease were last posted (unix seconds), and the
-    /// status then.
+    /// When the status was last posted (unix seconds), and the status
+    /// then.
     posted: Option<(u64, Value)>,
+    /// When the Lease was last renewed.
+    renewed: Option<u64>,
     mirror_pods: BTreeSet<String>,
 }
 
@@ -143,6 +148,7 @@ impl Kubelets {
                 Kubelet {
                     client,
                     posted: None,
+                    renewed: None,
                     mirror_pods: BTreeSet::new(),
                 },
             );
@@ -153,6 +159,7 @@ impl Kubelets {
         if registered.is_none() {
             register(&kubelet.client, admin, fact, &desired, external).await?;
             kubelet.posted = None;
+            kubelet.renewed = None;
             kubelet.mirror_pods.clear();
         }
         let mut status = status_of(&desired);
@@ -161,18 +168,21 @@ impl Kubelets {
             fields.remove("addresses");
         }
         let unchanged = |last: &Value| without_heartbeats(last) == without_heartbeats(&status);
-        let due = match &kubelet.posted {
+        let report = match &kubelet.posted {
             None => true,
-            Some((at, last)) => now >= at + HEARTBEAT_SECONDS || !unchanged(last),
+            Some((at, last)) => now >= at + REPORT_SECONDS || !unchanged(last),
         };
-        if due {
+        if report {
             let path = format!("/api/v1/nodes/{}/status", fact.name);
             let patch = json!({"status": status});
             (kubelet.client.strategic_patch(&path, &patch).await)
                 .map_err(|e| e.to_string())?
                 .into_result("post its status")?;
-            renew_lease(&kubelet.client, &fact.name, now).await?;
             kubelet.posted = Some((now, status));
+        }
+        if kubelet.renewed.is_none_or(|at| now >= at + RENEW_SECONDS) {
+            renew_lease(&kubelet.client, &fact.name, now).await?;
+            kubelet.renewed = Some(now);
         }
         if fact.control_plane {
             for pod in nodes::static_pods(fact, now) {
