@@ -168,7 +168,8 @@ fn namespace_in_the_same_apply(sim: &SimHandle, source: Source) -> Workspace {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ephemeral_kubeconfig_configures_the_kubernetes_provider_in_the_same_apply() {
-    let sim = support::sim::start_with_real_kubernetes().await;
+    // Ephemeral resources are each CLI's own: see start_on_real_kubernetes.
+    let sim = support::sim::start_on_real_kubernetes().await;
     tokio::task::block_in_place(|| {
         let ws = namespace_in_the_same_apply(&sim, Source::Ephemeral);
         // Nothing of the ephemeral kubeconfig is in state.

@@ -22,13 +22,9 @@ use crate::support::reference::{CNI_MANIFEST, resource_values, workspace};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_cluster_runs_on_a_real_kubernetes_control_plane() {
-    if !support::sim::real_kubernetes_wanted() {
-        return eprintln!(
-            "SKIPPED: HCT_SIM_KUBERNETES=emulated (this is the real components' test)"
-        );
-    }
+    // Under both CLIs: see start_on_real_kubernetes.
     let kubectl = kubectl();
-    let sim = support::sim::start_with_real_kubernetes().await;
+    let sim = support::sim::start_on_real_kubernetes().await;
     let ws = workspace(&sim);
     ws.write(
         "cni.auto.tfvars.json",
@@ -193,11 +189,8 @@ async fn the_real_components_fail_what_talos_lets_through() {
     use crate::mutations::{Target, boot_pair, kind_doc};
     if !support::sim::real_kubernetes_wanted() {
         return eprintln!(
-            "SKIPPED: HCT_SIM_KUBERNETES=emulated (this is the real components' test)"
+            "SKIPPED: HCT_SIM_KUBERNETES=emulated (no CLI runs here: scripts/test's Terraform pass runs it)"
         );
-    }
-    if support::cli().kind == support::cli::CliKind::OpenTofu {
-        return eprintln!("SKIPPED: no CLI runs here (scripts/test's Terraform pass runs it)");
     }
     let sim = hct_sim::Sim::start(hct_sim::SimOptions {
         rate_limit: 1_000_000,

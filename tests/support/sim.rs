@@ -191,18 +191,27 @@ pub fn private_server(network: i64, name: &str, ip: &str) -> PrivateServer {
 /// The seeded emulator with the real Kubernetes control plane of
 /// `scripts/ensure-peers` (etcd, kube-apiserver, kube-controller-manager;
 /// kubelet-csr-approver and Hetzner's CCM unless skipped without
-/// `../shared`) behind every cluster of its release, under both CLIs.
-/// With `HCT_SIM_KUBERNETES=emulated` (a quicker run of one's own; the
-/// real components cost a cluster seconds of CPU) it is [`start`], and
-/// says so.
+/// `../shared`) behind every cluster of its release.
+/// With `HCT_SIM_KUBERNETES=emulated` (`scripts/test`'s OpenTofu pass:
+/// what the real components judge does not depend on the CLI, and they
+/// cost a pass minutes of CPU) it is [`start`], and says so.
 pub async fn start_with_real_kubernetes() -> SimHandle {
-    log_if_asked();
     if !real_kubernetes_wanted() {
+        log_if_asked();
         eprintln!(
             "HCT_SIM_KUBERNETES=emulated: the emulated Kubernetes API server stands in for the real one"
         );
         return start().await;
     }
+    start_on_real_kubernetes().await
+}
+
+/// The seeded emulator with the real Kubernetes control plane, whatever
+/// `HCT_SIM_KUBERNETES` says: for what the real components should judge
+/// under both CLIs (`real_kube_e2e`'s reference cluster, `kubeconfig_e2e`'s
+/// ephemeral credentials, which are each CLI's own).
+pub async fn start_on_real_kubernetes() -> SimHandle {
+    log_if_asked();
     Sim::start(SimOptions {
         kubernetes: Some(real_kubernetes()),
         ..SimOptions::seeded_fast()
