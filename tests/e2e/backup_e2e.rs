@@ -4,9 +4,10 @@
 //! with the test identity: the Talos API's stream (etcd's database, then
 //! its SHA-256), holding those objects. Then every control-plane server
 //! deleted, and an apply with `restore_from`: the objects read back, one
-//! etcd of three members, the pools' nodes Ready, and an empty plan. With hct-sim's real control plane (the Terraform pass) it is
-//! the real etcd's bbolt database; with the emulated API server (the
-//! OpenTofu pass) hct-sim's stand-in for one.
+//! etcd of three members, the pools' nodes Ready, and an empty plan. On
+//! hct-sim's real control plane it is the real etcd's bbolt database; with
+//! `HCT_SIM_KUBERNETES=emulated` (the OpenTofu pass), hct-sim's stand-in
+//! for one.
 
 use crate::peers::kubectl::{
     apply_config_map, config_map_answer, kubeconfig_file, kubectl, ready_nodes, run,

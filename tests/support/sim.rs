@@ -366,10 +366,23 @@ pub fn assert_real_etcd_votes_now(sim: &SimHandle, after: &str) {
     if !sim.runs_real_kubernetes() {
         return;
     }
-    if let Err(compared) = real_etcd_is_emulations(&sim.state_json()) {
+    let state = sim.state_json();
+    if let Err(compared) = real_etcd_is_emulations(&state) {
         panic!(
             "right after {after}, the real etcd's voters are not the emulation's members: {compared:#?}"
         );
+    }
+    // And each runs: the health check reads through the member itself.
+    let rings = state["kubernetes"].as_object().unwrap();
+    for (store, ring) in rings.iter().filter(|(_, r)| r["status"] == "ready") {
+        let running = ring["etcd_running"].as_array().cloned().unwrap_or_default();
+        for member in ring["etcd_members"].as_array().into_iter().flatten() {
+            assert!(
+                running.contains(&member["name"]),
+                "right after {after}, {} of {store} does not run: {ring:#}",
+                member["name"]
+            );
+        }
     }
 }
 

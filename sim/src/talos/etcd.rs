@@ -27,8 +27,10 @@ use crate::events::SimEvent;
 use crate::resources::servers::Server;
 use crate::state::World;
 
-/// Whether the node's etcd runs, as ServiceList reports it: Running and
-/// healthy, which takes membership and egress. Otherwise why not.
+/// Whether the node's etcd runs, by the emulation's own word on its etcd
+/// service (Running and healthy, which takes membership and egress;
+/// ServiceList adds the real etcd's word on top, `calls::etcd_health`,
+/// which must not feed back into this). Otherwise why not.
 pub(crate) fn etcd_ready(
     world: &World,
     server: &Server,

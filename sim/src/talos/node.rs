@@ -121,7 +121,7 @@ pub struct GoneMember {
 }
 
 /// One member as a cluster's etcd lists it, and whether it runs (its node
-/// runs with etcd Running and healthy).
+/// runs with etcd Running and healthy, by the emulation's own word).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MemberView {
     pub id: u64,

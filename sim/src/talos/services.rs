@@ -5,7 +5,9 @@
 //! (once registered, kubelet keeps running while that API server is away),
 //! and etcd has an address to advertise (from `advertisedSubnets`) and
 //! has formed. A service that waits says why, as Talos' service events do;
-//! etcd is Failed after a recovery that failed (`etcd_recover`).
+//! etcd is Failed after a recovery that failed (`etcd_recover`). This is
+//! the emulation's own word; where a real etcd runs the ring, ServiceList
+//! takes its word on the node's own member too (`calls::etcd_health`).
 
 use super::cluster::{self, Clusters};
 use super::config::MachineConfig;

@@ -12,10 +12,10 @@
 //!
 //! On Talos kube-apiserver is a static pod that comes up once etcd runs on
 //! the node; here it serves while the node's etcd member runs (the etcd
-//! service ServiceList shows is Running and healthy) and goes away when
-//! the node stops, reboots, resets or leaves etcd. `/readyz` is ok while
-//! that holds, a quorum of the cluster's etcd members runs, and no
-//! `apiserver_down` fault hits the node.
+//! service is Running and healthy by the emulation's own word) and goes
+//! away when the node stops, reboots, resets or leaves etcd. `/readyz` is
+//! ok while that holds, a quorum of the cluster's etcd members runs, and
+//! no `apiserver_down` fault hits the node.
 //!
 //! This file holds when a server runs and what it checks for readiness,
 //! and the listener; the rest is in the file named after it:

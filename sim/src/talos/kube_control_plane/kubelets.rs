@@ -2,13 +2,14 @@
 //! each with its own client certificate (`system:node:<name>` in
 //! `system:nodes`, from its TLS bootstrap with its config's bootstrap
 //! token, `tls_bootstrap`; so the Node authorizer and NodeRestriction
-//! judge what it does): a kubelet that runs registers its Node (with the taints a kubelet
-//! registers with, `uninitialized` when the cloud provider is external),
-//! files its kubelet-serving CSR, keeps its Lease in `kube-node-lease`
-//! renewed every 10 s and posts its status when it changes, else every
-//! 5 minutes, as a kubelet with node leases does (`Ready` once a CNI DaemonSet exists, as in `crate::kube::nodes`, and
-//! the Node has its pod range; a strategic merge patch, and without
-//! addresses when a cloud controller manager owns them), and on a control
+//! judge what it does): a kubelet that runs registers its Node (with the
+//! taints a kubelet registers with, `uninitialized` when the cloud
+//! provider is external), files its kubelet-serving CSR, keeps its Lease
+//! in `kube-node-lease` renewed every 10 s, and posts its status (`Ready`
+//! once a CNI DaemonSet exists, as in `crate::kube::nodes`, and the Node
+//! has its pod range; a strategic merge patch, and without addresses when
+//! a cloud controller manager owns them) when it changes, else every 5
+//! minutes, as a kubelet with node leases does; and on a control
 //! plane keeps the mirror pods of its static pods. A kubelet that stops
 //! just goes quiet: kube-controller-manager's node lifecycle controller
 //! marks it `Unknown`. When asked (no CCM runs), the Node of a server
@@ -168,6 +169,9 @@ impl Kubelets {
             fields.remove("addresses");
         }
         let unchanged = |last: &Value| without_heartbeats(last) == without_heartbeats(&status);
+        // Compared with its own last post: a Ready the node lifecycle
+        // controller set Unknown meanwhile is posted back at once, since
+        // the kubelet's condition then takes a new transition time.
         let report = match &kubelet.posted {
             None => true,
             Some((at, last)) => now >= at + REPORT_SECONDS || !unchanged(last),
