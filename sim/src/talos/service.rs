@@ -380,18 +380,13 @@ impl MachineService for MachineApi {
         request: Request<()>,
     ) -> Result<Response<pb::ServiceListResponse>, Status> {
         self.authorize(&request, Call::ServiceList)?;
-        let (mut services, own, metadata) = {
-            let world = self.world();
-            let (at, metadata) = self.target(&world, &request)?;
-            let services = calls::services(&world, at).map_err(status)?;
-            (services, etcd_health::own_member(&world, at), metadata)
-        };
+        let world = self.world();
+        let (at, metadata) = self.target(&world, &request)?;
+        let mut services = calls::services(&world, at).map_err(status)?;
         // Where the ring's real etcd runs, its word on the node's own
         // member decides whether etcd's health check passes.
-        if let Some(own) = own {
-            let real = self.sim.control_planes.etcd_listing(&own.store);
-            etcd_health::judge(&mut services, etcd_health::failing(&real, &own));
-        }
+        let failing = etcd_health::on_node(&world, at, &self.sim.control_planes);
+        etcd_health::judge(&mut services, failing);
         Ok(Response::new(pb::ServiceListResponse {
             messages: vec![pb::ServiceList {
                 metadata,

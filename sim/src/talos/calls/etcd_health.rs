@@ -20,8 +20,8 @@ use super::{NodeRef, etcd_members, node};
 use crate::state::World;
 use crate::talos::etcd;
 use crate::talos::kube_api::store::store_id;
-use crate::talos::kube_control_plane::EtcdListing;
 use crate::talos::kube_control_plane::etcd_member::member_name;
+use crate::talos::kube_control_plane::{EtcdListing, Registry};
 use crate::talos::services::ServiceStatus;
 
 /// A learner refuses linearizable reads with this (etcd's
@@ -33,31 +33,36 @@ const NO_LEADER: &str = "etcdserver: no leader";
 /// answer.
 const NOT_ANSWERING: &str = "context deadline exceeded";
 
-/// A control plane's own etcd member: the store id of its ring, the name
-/// of its real member, and which of the emulation's members of the ring
-/// run.
+/// A control plane's own etcd member: the name of its real member, and
+/// which of the emulation's members of its ring run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnMember {
-    pub store: String,
     pub name: String,
     pub up: BTreeSet<u64>,
 }
 
-/// The node's own member, if it is configured and has one.
-pub fn own_member(world: &World, at: NodeRef) -> Option<OwnMember> {
+/// Why the health check fails on the node `at`, by the word of its ring's
+/// real etcd (`registry`); None when it passes, or the node has no member
+/// or its ring no real etcd (then nothing more is looked at: ServiceList
+/// is asked often).
+pub fn on_node(world: &World, at: NodeRef, registry: &Registry) -> Option<&'static str> {
     let (_, talos) = node(world, at).ok()?;
     let config = talos.node.config()?;
     let member = talos.node.disk.etcd.member.as_ref()?;
+    let real = registry.etcd_listing(&store_id(&config.cluster, member.ring));
+    if matches!(real, EtcdListing::Emulated) {
+        return None;
+    }
     let up = etcd::members(world, &config.cluster, member.ring)
         .into_iter()
         .filter(|m| m.up)
         .map(|m| m.id)
         .collect();
-    Some(OwnMember {
-        store: store_id(&config.cluster, member.ring),
+    let own = OwnMember {
         name: member_name(&member.hostname, member.id),
         up,
-    })
+    };
+    failing(&real, &own)
 }
 
 /// Why the health check fails on the node whose member is `own`, by what
@@ -107,7 +112,6 @@ mod tests {
 
     fn own() -> OwnMember {
         OwnMember {
-            store: "c/1".into(),
             name: member_name("cp-2", 6),
             up: [5, 6].into(),
         }
@@ -190,7 +194,8 @@ mod tests {
         use crate::talos::testing::Lab;
 
         let (lab, at) = Lab::bootstrapped_control_plane();
-        let own = own_member(&lab.world, at).expect("a bootstrapped control plane has a member");
+        let listed = etcd_members::as_asked(&lab.world, at, false).unwrap();
+        let (store, name) = (listed.store, member_name("cp-1", listed.members[0].id));
         let sim = lab.into_app();
         let api = MachineApi::new(sim.clone(), at);
         let etcd = || async {
@@ -216,24 +221,22 @@ mod tests {
         assert_eq!(etcd().await, healthy, "the emulation's word");
         let with = |is_learner, running: &[&String]| {
             sim.control_planes.set_etcd(
-                &own.store,
-                Some(vec![member(own.name.clone(), is_learner)]),
+                &store,
+                Some(vec![member(name.clone(), is_learner)]),
                 running.iter().map(|n| n.to_string()).collect(),
             );
         };
-        sim.control_planes.set(
-            &own.store,
-            crate::talos::kube_control_plane::Status::Starting,
-        );
+        sim.control_planes
+            .set(&store, crate::talos::kube_control_plane::Status::Starting);
         let not_answering = ("Running".to_string(), false, NOT_ANSWERING.to_string());
         assert_eq!(
             etcd().await,
             not_answering,
             "the real etcd listed nothing yet"
         );
-        with(true, &[&own.name]);
+        with(true, &[&name]);
         assert_eq!(etcd().await, ("Running".into(), false, LEARNER.into()));
-        with(false, &[&own.name]);
+        with(false, &[&name]);
         assert_eq!(etcd().await, healthy, "promoted");
         with(false, &[]);
         assert_eq!(etcd().await, not_answering, "its process stopped");
